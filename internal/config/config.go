@@ -1,0 +1,114 @@
+// Package config reads a Lambda's settings from its environment once per cold start. The CDK
+// app sets these variables; the local stack builds the same Config directly.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// Environment variable names shared by the CDK app, the Lambda mains and the local stack.
+const (
+	EnvStage                  = "SEATSAGA_STAGE"
+	EnvTablePrefix            = "SEATSAGA_TABLE_PREFIX"
+	EnvStateMachineARN        = "SEATSAGA_STATE_MACHINE_ARN"
+	EnvEventBusName           = "SEATSAGA_EVENT_BUS_NAME"
+	EnvStripeSecretARN        = "SEATSAGA_STRIPE_SECRET_ARN"
+	EnvStripeWebhookSecretARN = "SEATSAGA_STRIPE_WEBHOOK_SECRET_ARN"
+	EnvStripeAPIBase          = "SEATSAGA_STRIPE_API_BASE"
+	EnvLateSuccessPolicy      = "SEATSAGA_LATE_SUCCESS_POLICY"
+	EnvHoldSeconds            = "SEATSAGA_HOLD_SECONDS"
+	EnvMaxSeats               = "SEATSAGA_MAX_SEATS"
+	EnvSweepGraceSeconds      = "SEATSAGA_SWEEP_GRACE_SECONDS"
+	EnvMetricsNamespace       = "SEATSAGA_METRICS_NAMESPACE"
+	// Endpoint overrides, set only when the handlers run against local services.
+	EnvDynamoDBEndpoint = "DYNAMODB_ENDPOINT"
+	EnvSFNEndpoint      = "SFN_ENDPOINT"
+)
+
+// Config is every setting a seatsaga handler may need; each handler uses a part of it.
+type Config struct {
+	Stage                  string
+	Tables                 tables.Names
+	StateMachineARN        string
+	EventBusName           string
+	StripeSecretARN        string
+	StripeWebhookSecretARN string
+	StripeAPIBase          string
+	LateSuccessPolicy      string
+	Hold                   time.Duration
+	MaxSeats               int
+	SweepGrace             time.Duration
+	MetricsNamespace       string
+	DynamoDBEndpoint       string
+	SFNEndpoint            string
+}
+
+// Defaults that hold when a variable is unset.
+const (
+	DefaultHold             = 10 * time.Minute
+	DefaultMaxSeats         = 10
+	DefaultSweepGrace       = 2 * time.Minute
+	DefaultLateSuccess      = "reacquire"
+	DefaultMetricsNamespace = "Seatsaga"
+)
+
+// FromEnv reads the configuration from the process environment.
+func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
+
+// FromLookup reads the configuration through lookup, so tests need not touch the environment.
+func FromLookup(lookup func(string) (string, bool)) (Config, error) {
+	get := func(name, fallback string) string {
+		if v, ok := lookup(name); ok && v != "" {
+			return v
+		}
+		return fallback
+	}
+	cfg := Config{
+		Stage:                  get(EnvStage, "dev"),
+		Tables:                 tables.Names{Prefix: get(EnvTablePrefix, "")},
+		StateMachineARN:        get(EnvStateMachineARN, ""),
+		EventBusName:           get(EnvEventBusName, ""),
+		StripeSecretARN:        get(EnvStripeSecretARN, ""),
+		StripeWebhookSecretARN: get(EnvStripeWebhookSecretARN, ""),
+		StripeAPIBase:          get(EnvStripeAPIBase, ""),
+		LateSuccessPolicy:      get(EnvLateSuccessPolicy, DefaultLateSuccess),
+		MetricsNamespace:       get(EnvMetricsNamespace, DefaultMetricsNamespace),
+		DynamoDBEndpoint:       get(EnvDynamoDBEndpoint, ""),
+		SFNEndpoint:            get(EnvSFNEndpoint, ""),
+	}
+	var err error
+	if cfg.Hold, err = seconds(get(EnvHoldSeconds, ""), DefaultHold); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", EnvHoldSeconds, err)
+	}
+	if cfg.SweepGrace, err = seconds(get(EnvSweepGraceSeconds, ""), DefaultSweepGrace); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", EnvSweepGraceSeconds, err)
+	}
+	cfg.MaxSeats = DefaultMaxSeats
+	if v := get(EnvMaxSeats, ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 99 {
+			return Config{}, fmt.Errorf("%s: want a whole number from 1 to 99 (a transaction holds 100 items), got %q", EnvMaxSeats, v)
+		}
+		cfg.MaxSeats = n
+	}
+	if p := cfg.LateSuccessPolicy; p != "reacquire" && p != "void" {
+		return Config{}, fmt.Errorf("%s: want reacquire or void, got %q", EnvLateSuccessPolicy, p)
+	}
+	return cfg, nil
+}
+
+func seconds(v string, fallback time.Duration) (time.Duration, error) {
+	if v == "" {
+		return fallback, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive number of seconds, got %q", v)
+	}
+	return time.Duration(n) * time.Second, nil
+}
