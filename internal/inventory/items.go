@@ -1,0 +1,253 @@
+package inventory
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// TimeLayout stores instants as fixed-width UTC strings, so that comparing them as strings in
+// condition expressions and index sort keys orders them by time.
+const TimeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// Item attribute names besides the key and index attributes in internal/tables.
+const (
+	attrState           = "state"
+	attrVersion         = "version"
+	attrUpdatedAt       = "updatedAt"
+	attrCustomerID      = "customerId"
+	attrSeatIDs         = "seatIds"
+	attrAmount          = "amount"
+	attrCurrency        = "currency"
+	attrInvState        = "inventoryState"
+	attrPayState        = "paymentState"
+	attrIdempotencyKey  = "idempotencyKey"
+	attrRequestHash     = "requestHash"
+	attrPaymentIntentID = "paymentIntentId"
+	attrTaskToken       = "taskToken"
+	attrExecutionARN    = "executionArn"
+	attrCorrelationID   = "correlationId"
+	attrOutcome         = "outcome"
+	attrCaptureBefore   = "captureBefore"
+	attrCreatedAt       = "createdAt"
+	// attrRevision counts every write of a reservation item, including detail updates that
+	// keep the version; whole-item puts are conditioned on it so none overwrites another.
+	attrRevision = "revision"
+)
+
+// FormatTime renders t in TimeLayout.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(TimeLayout, s)
+}
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+// shardOf spreads reservations over the sparse indexes' write shards.
+func shardOf(id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return strconv.Itoa(int(h.Sum32() % tables.WriteShards))
+}
+
+// reservationItem renders r. The sparse index keys exist only while they mean something:
+// holdShard while the hold keeps seats (HELD or PAYMENT_PENDING), reconShard and reconSince while
+// the payment awaits reconciliation.
+func reservationItem(r reservation.Reservation, revision int64) map[string]types.AttributeValue {
+	seats := make([]types.AttributeValue, len(r.SeatIDs))
+	for i, id := range r.SeatIDs {
+		seats[i] = s(id)
+	}
+	item := map[string]types.AttributeValue{
+		tables.AttrReservationID: s(r.ID),
+		attrCustomerID:           s(r.CustomerID),
+		tables.AttrEventID:       s(r.EventID),
+		attrSeatIDs:              &types.AttributeValueMemberL{Value: seats},
+		attrAmount:               n(r.Amount),
+		attrCurrency:             s(r.Currency),
+		tables.AttrHoldExpiresAt: s(FormatTime(r.HoldExpiresAt)),
+		attrInvState:             s(string(r.Inventory)),
+		attrPayState:             s(string(r.Payment)),
+		attrVersion:              n(r.Version),
+		attrIdempotencyKey:       s(r.IdempotencyKey),
+		attrRequestHash:          s(r.RequestHash),
+		attrCreatedAt:            s(FormatTime(r.CreatedAt)),
+		attrUpdatedAt:            s(FormatTime(r.UpdatedAt)),
+		attrRevision:             n(revision),
+	}
+	optional := map[string]string{
+		attrPaymentIntentID: r.PaymentIntentID,
+		attrTaskToken:       r.TaskToken,
+		attrExecutionARN:    r.ExecutionARN,
+		attrCorrelationID:   r.CorrelationID,
+		attrOutcome:         string(r.Outcome),
+	}
+	for k, v := range optional {
+		if v != "" {
+			item[k] = s(v)
+		}
+	}
+	if !r.CaptureBefore.IsZero() {
+		item[attrCaptureBefore] = s(FormatTime(r.CaptureBefore))
+	}
+	if r.HoldActive() {
+		item[tables.AttrHoldShard] = s(shardOf(r.ID))
+	}
+	if r.Payment == reservation.UnknownNeedsReconciliation {
+		item[tables.AttrReconShard] = s(shardOf(r.ID))
+		item[tables.AttrReconSince] = s(FormatTime(r.ReconcileSince))
+	}
+	return item
+}
+
+type itemReader struct {
+	item map[string]types.AttributeValue
+	err  error
+}
+
+func (ir *itemReader) str(name string) string {
+	if v, ok := ir.item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func (ir *itemReader) num(name string) int64 {
+	v, ok := ir.item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	i, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil && ir.err == nil {
+		ir.err = fmt.Errorf("attribute %s: %w", name, err)
+	}
+	return i
+}
+
+func (ir *itemReader) time(name string) time.Time {
+	t, err := parseTime(ir.str(name))
+	if err != nil && ir.err == nil {
+		ir.err = fmt.Errorf("attribute %s: %w", name, err)
+	}
+	return t
+}
+
+func reservationFromItem(item map[string]types.AttributeValue) (reservation.Reservation, error) {
+	ir := &itemReader{item: item}
+	r := reservation.Reservation{
+		ID:              ir.str(tables.AttrReservationID),
+		CustomerID:      ir.str(attrCustomerID),
+		EventID:         ir.str(tables.AttrEventID),
+		Amount:          ir.num(attrAmount),
+		Currency:        ir.str(attrCurrency),
+		HoldExpiresAt:   ir.time(tables.AttrHoldExpiresAt),
+		Version:         ir.num(attrVersion),
+		IdempotencyKey:  ir.str(attrIdempotencyKey),
+		RequestHash:     ir.str(attrRequestHash),
+		PaymentIntentID: ir.str(attrPaymentIntentID),
+		TaskToken:       ir.str(attrTaskToken),
+		ExecutionARN:    ir.str(attrExecutionARN),
+		CorrelationID:   ir.str(attrCorrelationID),
+		Outcome:         reservation.Outcome(ir.str(attrOutcome)),
+		CaptureBefore:   ir.time(attrCaptureBefore),
+		CreatedAt:       ir.time(attrCreatedAt),
+		UpdatedAt:       ir.time(attrUpdatedAt),
+		ReconcileSince:  ir.time(tables.AttrReconSince),
+	}
+	if l, ok := item[attrSeatIDs].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			if sv, ok := v.(*types.AttributeValueMemberS); ok {
+				r.SeatIDs = append(r.SeatIDs, sv.Value)
+			}
+		}
+	}
+	var err error
+	if r.Inventory, err = reservation.ParseInventoryState(ir.str(attrInvState)); err != nil {
+		return r, fmt.Errorf("reservation %s: %w", r.ID, err)
+	}
+	if r.Payment, err = reservation.ParsePaymentState(ir.str(attrPayState)); err != nil {
+		return r, fmt.Errorf("reservation %s: %w", r.ID, err)
+	}
+	if ir.err != nil {
+		return r, fmt.Errorf("reservation %s: %w", r.ID, ir.err)
+	}
+	return r, nil
+}
+
+func seatFromItem(item map[string]types.AttributeValue) (reservation.Seat, error) {
+	ir := &itemReader{item: item}
+	st := reservation.Seat{
+		EventID:       ir.str(tables.AttrEventID),
+		SeatID:        ir.str(tables.AttrSeatID),
+		ReservationID: ir.str(tables.AttrReservationID),
+		HoldExpiresAt: ir.time(tables.AttrHoldExpiresAt),
+		Version:       ir.num(attrVersion),
+	}
+	var err error
+	if st.State, err = reservation.ParseInventoryState(ir.str(attrState)); err != nil {
+		return st, fmt.Errorf("seat %s: %w", ir.str(tables.AttrSeatKey), err)
+	}
+	if ir.err != nil {
+		return st, fmt.Errorf("seat %s: %w", ir.str(tables.AttrSeatKey), ir.err)
+	}
+	return st, nil
+}
+
+func seatKeyAV(eventID, seatID string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{tables.AttrSeatKey: s(reservation.SeatKey(eventID, seatID))}
+}
+
+func reservationKeyAV(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{tables.AttrReservationID: s(id)}
+}
+
+// used keeps only the placeholders an expression mentions; DynamoDB refuses unused ones.
+func used(expr string, values map[string]types.AttributeValue, names map[string]string) (map[string]types.AttributeValue, map[string]string) {
+	v := map[string]types.AttributeValue{}
+	for k, val := range values {
+		if containsToken(expr, k) {
+			v[k] = val
+		}
+	}
+	nm := map[string]string{}
+	for k, val := range names {
+		if containsToken(expr, k) {
+			nm[k] = val
+		}
+	}
+	return v, nm
+}
+
+// containsToken reports whether expr mentions placeholder tok as a whole word (":pp" must not
+// match ":ppx").
+func containsToken(expr, tok string) bool {
+	for i := 0; ; {
+		j := strings.Index(expr[i:], tok)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(tok)
+		if end == len(expr) || !isIdentChar(expr[end]) {
+			return true
+		}
+		i = end
+	}
+}
+
+func isIdentChar(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}

@@ -1,0 +1,181 @@
+package reservation
+
+import (
+	"slices"
+	"time"
+)
+
+// Reservation is one customer's attempt to buy seats, with its two independent state fields.
+// Amount is in minor units of Currency. Times are UTC.
+type Reservation struct {
+	ID              string
+	CustomerID      string
+	EventID         string
+	SeatIDs         []string
+	Amount          int64
+	Currency        string
+	HoldExpiresAt   time.Time
+	Inventory       InventoryState
+	Payment         PaymentState
+	Version         int64
+	IdempotencyKey  string
+	RequestHash     string
+	PaymentIntentID string
+	TaskToken       string
+	ExecutionARN    string
+	CorrelationID   string
+	Outcome         Outcome
+	// CaptureBefore is when the provider's authorization lapses; capture must happen earlier.
+	CaptureBefore time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	// ReconcileSince is when the payment became UNKNOWN_NEEDS_RECONCILIATION; zero otherwise.
+	ReconcileSince time.Time
+}
+
+// Guard is what a caller must know to change a reservation: whom it acts for and the version it
+// read. The version is a fencing token: a writer holding an old version changes nothing.
+type Guard struct {
+	Owner   string
+	Version int64
+}
+
+// GuardOf returns the guard matching r as it is now.
+func GuardOf(r Reservation) Guard { return Guard{Owner: r.ID, Version: r.Version} }
+
+// HoldLive reports whether the hold's deadline is still ahead at now. A hold is live strictly
+// before HoldExpiresAt and expired from that instant on, so exactly one of "confirmable" and
+// "claimable by others" is true at any instant.
+func (r Reservation) HoldLive(now time.Time) bool { return now.Before(r.HoldExpiresAt) }
+
+// HoldActive reports whether r keeps its seats out of others' reach (HELD or PAYMENT_PENDING).
+func (r Reservation) HoldActive() bool {
+	return r.Inventory == Held || r.Inventory == PaymentPending
+}
+
+func (r Reservation) check(machine, expected, actual string, g Guard) error {
+	if g.Owner != r.ID {
+		return &NotOwner{ReservationID: g.Owner, Owner: r.ID, Resource: "reservation " + r.ID}
+	}
+	if g.Version != r.Version {
+		return &StaleVersion{ReservationID: r.ID, Expected: g.Version, Actual: r.Version}
+	}
+	if expected != actual {
+		return &UnexpectedState{ReservationID: r.ID, Machine: machine, Expected: expected, Actual: actual}
+	}
+	return nil
+}
+
+// ApplyInventory performs ev on r if r is in state from, owned by g.Owner at g.Version, the
+// table allows it and its guards hold at now. It returns the changed copy with Version+1; on any
+// error r is returned unchanged with a typed error.
+func (r Reservation) ApplyInventory(ev InventoryEvent, from InventoryState, g Guard, now time.Time) (Reservation, error) {
+	if err := r.check("inventory", string(from), string(r.Inventory), g); err != nil {
+		return r, err
+	}
+	to, ok := NextInventory(r.Inventory, ev)
+	if !ok {
+		return r, &IllegalTransition{ReservationID: r.ID, Machine: "inventory", From: string(r.Inventory), Event: string(ev)}
+	}
+	if err := r.inventoryGuard(ev, now); err != nil {
+		return r, err
+	}
+	next := r.bumped(now)
+	next.Inventory = to
+	switch ev {
+	case Confirm:
+		next.Outcome = OutcomeConfirmed
+	case Reacquire:
+		next.Outcome = OutcomeConfirmedLate
+	case Release:
+		next.Outcome = OutcomeReleased
+	case Expire:
+		next.Outcome = OutcomeExpired
+	}
+	return next, nil
+}
+
+// seatsMayGo is the payment states in which seats may be given back: no money is or may be held.
+func seatsMayGo(p PaymentState) bool {
+	switch p {
+	case NotStarted, Authorizing, Failed, Canceled, Refunded:
+		return true
+	}
+	return false
+}
+
+func (r Reservation) inventoryGuard(ev InventoryEvent, now time.Time) error {
+	refuse := func(reason string) error {
+		return &GuardFailed{ReservationID: r.ID, Event: string(ev), Inventory: r.Inventory, Payment: r.Payment, Reason: reason}
+	}
+	switch ev {
+	case StartPayment:
+		if !r.HoldLive(now) {
+			return &HoldExpired{ReservationID: r.ID, ExpiredAt: r.HoldExpiresAt, Now: now}
+		}
+		if r.Payment != NotStarted {
+			return refuse("payment already started")
+		}
+	case Confirm:
+		if !r.HoldLive(now) {
+			return &HoldExpired{ReservationID: r.ID, ExpiredAt: r.HoldExpiresAt, Now: now}
+		}
+		if r.Payment != Authorized {
+			return refuse("payment is not authorized")
+		}
+	case Reacquire:
+		if r.Payment != Authorized && r.Payment != Paid {
+			return refuse("only an authorized or paid payment reacquires seats")
+		}
+	case Expire:
+		if r.HoldLive(now) {
+			return &HoldStillLive{ReservationID: r.ID, ExpiresAt: r.HoldExpiresAt, Now: now}
+		}
+		fallthrough
+	case Release:
+		if !seatsMayGo(r.Payment) {
+			return refuse("money may be held: void, refund or reconcile first")
+		}
+	}
+	return nil
+}
+
+// ApplyPayment performs ev on r's payment state, with the same guard rules as ApplyInventory.
+func (r Reservation) ApplyPayment(ev PaymentEvent, from PaymentState, g Guard, now time.Time) (Reservation, error) {
+	if err := r.check("payment", string(from), string(r.Payment), g); err != nil {
+		return r, err
+	}
+	to, ok := NextPayment(r.Payment, ev)
+	if !ok {
+		return r, &IllegalTransition{ReservationID: r.ID, Machine: "payment", From: string(r.Payment), Event: string(ev)}
+	}
+	switch ev {
+	case StartAuthorization:
+		// Money moves only for seats nobody else can claim meanwhile.
+		if r.Inventory != PaymentPending {
+			return r, &GuardFailed{ReservationID: r.ID, Event: string(ev), Inventory: r.Inventory, Payment: r.Payment,
+				Reason: "seats are not PAYMENT_PENDING"}
+		}
+	case RequestCapture:
+		if r.Inventory != Confirmed {
+			return r, &GuardFailed{ReservationID: r.ID, Event: string(ev), Inventory: r.Inventory, Payment: r.Payment,
+				Reason: "seats are not confirmed"}
+		}
+	}
+	next := r.bumped(now)
+	next.Payment = to
+	if to == UnknownNeedsReconciliation {
+		next.ReconcileSince = now.UTC()
+	} else {
+		next.ReconcileSince = time.Time{}
+	}
+	return next, nil
+}
+
+func (r Reservation) bumped(now time.Time) Reservation {
+	next := r
+	next.SeatIDs = slices.Clone(r.SeatIDs)
+	next.Version = r.Version + 1
+	next.UpdatedAt = now.UTC()
+	return next
+}
