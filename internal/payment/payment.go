@@ -1,0 +1,210 @@
+// Package payment is the port between the reservation saga and a card payment provider. It
+// names what the saga asks for (authorize, confirm, retrieve, capture, void, refund) and the
+// three ways each request can end: it succeeded (and here is the provider's state mapped to
+// ours), it failed definitively (Declined, Failed), or nobody knows (Uncertain). It imports no
+// provider SDK; the Stripe adapter lives in internal/payment/stripeadapter.
+package payment
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/reservation"
+)
+
+// State is the payment half of a reservation's state (DESIGN.md §2): an alias of
+// reservation.PaymentState, so results flow into the domain model without conversion.
+type State = reservation.PaymentState
+
+// Payment states, re-exported for adapters. A provider only ever reports AUTHORIZING,
+// AUTHORIZED, PAID, FAILED, CANCELED and REFUNDED; NOT_STARTED, CAPTURE_PENDING and
+// UNKNOWN_NEEDS_RECONCILIATION are states the saga records about its own progress and
+// knowledge.
+const (
+	StateNotStarted                 = reservation.NotStarted
+	StateAuthorizing                = reservation.Authorizing
+	StateAuthorized                 = reservation.Authorized
+	StateCapturePending             = reservation.CapturePending
+	StatePaid                       = reservation.Paid
+	StateFailed                     = reservation.Failed
+	StateCanceled                   = reservation.Canceled
+	StateRefunded                   = reservation.Refunded
+	StateUnknownNeedsReconciliation = reservation.UnknownNeedsReconciliation
+)
+
+// DefaultAuthorizationValidity is how long a card authorization can be captured when the
+// provider does not say (Stripe: 7 days for online card payments).
+const DefaultAuthorizationValidity = 7 * 24 * time.Hour
+
+// AuthorizationRequest asks for the one authorization that belongs to a reservation.
+type AuthorizationRequest struct {
+	ReservationID string
+	// Amount is in minor units of Currency (cents for "eur"); Currency is ISO 4217, lower case.
+	Amount   int64
+	Currency string
+	// Customer is the provider's customer id (Stripe "cus_…"); optional.
+	Customer string
+	// PaymentIntentID, when the reservation already recorded one, makes the call retrieve
+	// that authorization instead of creating one.
+	PaymentIntentID string
+	// CorrelationID travels in the provider's metadata so an operator can follow a payment
+	// from the dashboard back to the saga's logs.
+	CorrelationID string
+}
+
+// Validate reports the first problem with the request as a *ValidationError.
+func (r AuthorizationRequest) Validate() error {
+	switch {
+	case r.ReservationID == "":
+		return &ValidationError{Field: "ReservationID", Problem: "is empty"}
+	case r.Amount <= 0:
+		return &ValidationError{Field: "Amount", Problem: fmt.Sprintf("must be positive minor units, got %d", r.Amount)}
+	case len(r.Currency) != 3:
+		return &ValidationError{Field: "Currency", Problem: fmt.Sprintf("must be a 3-letter ISO code, got %q", r.Currency)}
+	}
+	return nil
+}
+
+// ConfirmRequest confirms the reservation's authorization with a payment method. Attempt
+// numbers start at 1 and grow with every new payment method the buyer tries: each attempt
+// has its own idempotency key, so a declined attempt never poisons the next one, while a
+// retried Lambda (same attempt) reuses the key and cannot authorize twice.
+type ConfirmRequest struct {
+	ReservationID   string
+	PaymentIntentID string
+	PaymentMethod   string
+	Attempt         int
+	// ReturnURL is where a buyer lands after a redirect-based authentication (3-D Secure);
+	// optional.
+	ReturnURL string
+}
+
+// Validate reports the first problem with the request as a *ValidationError.
+func (r ConfirmRequest) Validate() error {
+	switch {
+	case r.ReservationID == "":
+		return &ValidationError{Field: "ReservationID", Problem: "is empty"}
+	case r.PaymentIntentID == "":
+		return &ValidationError{Field: "PaymentIntentID", Problem: "is empty"}
+	case r.PaymentMethod == "":
+		return &ValidationError{Field: "PaymentMethod", Problem: "is empty"}
+	case r.Attempt < 1:
+		return &ValidationError{Field: "Attempt", Problem: fmt.Sprintf("must be >= 1, got %d", r.Attempt)}
+	}
+	return nil
+}
+
+// CaptureRequest captures an authorization. Amount 0 captures the full authorized amount.
+type CaptureRequest struct {
+	ReservationID   string
+	PaymentIntentID string
+	Amount          int64
+}
+
+// CancelRequest voids an authorization that has not been captured.
+type CancelRequest struct {
+	ReservationID   string
+	PaymentIntentID string
+	// Reason is Stripe's cancellation_reason vocabulary: "abandoned", "duplicate",
+	// "fraudulent" or "requested_by_customer"; empty sends none.
+	Reason string
+}
+
+// RefundRequest returns captured money. Amount 0 refunds everything not yet refunded.
+type RefundRequest struct {
+	ReservationID   string
+	PaymentIntentID string
+	Amount          int64
+	// Reason is Stripe's refund reason vocabulary: "duplicate", "fraudulent" or
+	// "requested_by_customer"; empty sends none.
+	Reason string
+}
+
+// Authorization is the provider's truth about a reservation's payment at the time of a call.
+type Authorization struct {
+	PaymentIntentID string
+	ReservationID   string
+	// State is ProviderStatus mapped to our payment states (see the adapter's MapStatus).
+	State          State
+	ProviderStatus string
+	Amount         int64
+	Currency       string
+	// AmountCapturable is what can still be captured; AmountReceived what was captured;
+	// AmountRefunded what was returned.
+	AmountCapturable int64
+	AmountReceived   int64
+	AmountRefunded   int64
+	PaymentMethod    string
+	// CaptureBefore is the moment the authorization lapses; zero until it is authorized.
+	// The reservation stores it so capture can refuse or alert before it lapses.
+	CaptureBefore time.Time
+	// NextAction is what the buyer must do while the state is AUTHORIZING with the provider
+	// waiting on them ("use_stripe_sdk", "redirect_to_url"); empty otherwise.
+	NextAction string
+	// LastDecline holds the reason of the last failed attempt, if any.
+	LastDecline *Declined
+	// ClientSecret lets the buyer's browser complete authentication. It is a secret: never
+	// log it.
+	ClientSecret string
+	Created      time.Time
+}
+
+// Refund is a refund the provider accepted.
+type Refund struct {
+	RefundID        string
+	PaymentIntentID string
+	ReservationID   string
+	Amount          int64
+	Currency        string
+	// Status is the provider's refund status: "succeeded", "pending", "requires_action",
+	// "failed" or "canceled".
+	Status string
+	// Authorization is the payment after the refund when the adapter could read it back.
+	Authorization *Authorization
+}
+
+// Provider is the port. Every method returns either a result, or an error that is one of
+// *Declined, *Failed, *Uncertain or *ValidationError (match with errors.As). Every method is
+// safe to call again after any error with the same arguments: repeated calls use the same
+// provider idempotency key and act at most once.
+type Provider interface {
+	// CreateOrReuseAuthorization returns the reservation's authorization (one per
+	// reservation, manual capture), creating it if the request names no existing one.
+	CreateOrReuseAuthorization(ctx context.Context, req AuthorizationRequest) (Authorization, error)
+	// Confirm authorizes the amount with a payment method. It returns the authorization in
+	// state AUTHORIZED, or AUTHORIZING when the buyer still has to act (3-D Secure) or the
+	// provider is still processing; a declined card is a *Declined error.
+	Confirm(ctx context.Context, req ConfirmRequest) (Authorization, error)
+	// Retrieve reads the provider's current truth; use it before any consequential action
+	// after an Uncertain outcome, and on every webhook.
+	Retrieve(ctx context.Context, paymentIntentID string) (Authorization, error)
+	Capture(ctx context.Context, req CaptureRequest) (Authorization, error)
+	Cancel(ctx context.Context, req CancelRequest) (Authorization, error)
+	Refund(ctx context.Context, req RefundRequest) (Refund, error)
+}
+
+// WebhookVerifier checks a provider's webhook signature and decodes the event.
+type WebhookVerifier interface {
+	// VerifyWebhook returns the event, or a *WebhookRejected error; a rejected webhook
+	// must change nothing.
+	VerifyWebhook(payload []byte, signatureHeader string) (Event, error)
+}
+
+// Event is a verified webhook. It is only a hint that something changed: handlers retrieve
+// the payment and act on its current state, which makes duplicates and reordering harmless.
+type Event struct {
+	ID      string
+	Type    string
+	Created time.Time
+	// PaymentIntentID and ReservationID come from the event's object (a PaymentIntent, or a
+	// charge/refund that points to one); either may be empty for unrelated events.
+	PaymentIntentID string
+	ReservationID   string
+	// ProviderStatus and State describe the object as it was when the event was created,
+	// which may already be stale.
+	ProviderStatus string
+	State          State
+	LiveMode       bool
+	APIVersion     string
+}

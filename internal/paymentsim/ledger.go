@@ -1,0 +1,154 @@
+package paymentsim
+
+import (
+	"sort"
+	"time"
+)
+
+// MovementKind is what happened to money.
+type MovementKind string
+
+// Movement kinds. Authorized money is held on the card; captured is taken; voided is
+// released (cancel, the uncaptured rest of a partial capture, a lapsed authorization);
+// refunded is returned after capture. Declined records a refused attempt (no money moves).
+const (
+	MovementAuthorized MovementKind = "authorized"
+	MovementCaptured   MovementKind = "captured"
+	MovementVoided     MovementKind = "voided"
+	MovementRefunded   MovementKind = "refunded"
+	MovementDeclined   MovementKind = "declined"
+)
+
+// Movement is one entry of the ledger.
+type Movement struct {
+	At              time.Time
+	Kind            MovementKind
+	ReservationID   string
+	PaymentIntentID string
+	ChargeID        string
+	RefundID        string
+	Amount          int64
+	Currency        string
+}
+
+// LedgerEntry sums one PaymentIntent's movements.
+type LedgerEntry struct {
+	ReservationID   string
+	PaymentIntentID string
+	// Status is the PaymentIntent's current Stripe status.
+	Status     string
+	Amount     int64
+	Currency   string
+	Authorized int64
+	Captured   int64
+	Voided     int64
+	Refunded   int64
+	// Captures, Refunds and Declines count the operations, so a double capture shows even
+	// if amounts were to cancel out.
+	Captures int
+	Refunds  int
+	Declines int
+	Created  time.Time
+}
+
+// Net is what the merchant kept: captured minus refunded.
+func (e LedgerEntry) Net() int64 { return e.Captured - e.Refunded }
+
+// Held is what is still authorized and neither captured nor released.
+func (e LedgerEntry) Held() int64 { return e.Authorized - e.Captured - e.Voided }
+
+// Ledger is a consistent copy of the simulator's books.
+type Ledger struct {
+	// Entries has one entry per PaymentIntent, in creation order.
+	Entries []LedgerEntry
+	// Movements lists every movement in the order it happened.
+	Movements []Movement
+}
+
+// ForReservation returns the entries of one reservation (normally one; more would mean the
+// saga created a second PaymentIntent).
+func (l Ledger) ForReservation(reservationID string) []LedgerEntry {
+	var out []LedgerEntry
+	for _, e := range l.Entries {
+		if e.ReservationID == reservationID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ByReservation sums entries per reservation id.
+func (l Ledger) ByReservation() map[string]LedgerEntry {
+	out := map[string]LedgerEntry{}
+	for _, e := range l.Entries {
+		sum, ok := out[e.ReservationID]
+		if !ok {
+			out[e.ReservationID] = e
+			continue
+		}
+		sum.PaymentIntentID += "," + e.PaymentIntentID
+		sum.Status += "," + e.Status
+		sum.Amount += e.Amount
+		sum.Authorized += e.Authorized
+		sum.Captured += e.Captured
+		sum.Voided += e.Voided
+		sum.Refunded += e.Refunded
+		sum.Captures += e.Captures
+		sum.Refunds += e.Refunds
+		sum.Declines += e.Declines
+		out[e.ReservationID] = sum
+	}
+	return out
+}
+
+// Ledger returns a copy of the books.
+func (s *Sim) Ledger() Ledger {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.order {
+		s.expireIfLapsed(s.intents[id])
+	}
+	entries := make(map[string]*LedgerEntry, len(s.order))
+	l := Ledger{Movements: append([]Movement(nil), s.movements...)}
+	for _, id := range s.order {
+		pi := s.intents[id]
+		entries[id] = &LedgerEntry{
+			ReservationID:   pi.metadata["reservation_id"],
+			PaymentIntentID: pi.id,
+			Status:          pi.status,
+			Amount:          pi.amount,
+			Currency:        pi.currency,
+			Created:         pi.created,
+		}
+	}
+	for _, m := range s.movements {
+		e := entries[m.PaymentIntentID]
+		switch m.Kind {
+		case MovementAuthorized:
+			e.Authorized += m.Amount
+		case MovementCaptured:
+			e.Captured += m.Amount
+			e.Captures++
+		case MovementVoided:
+			e.Voided += m.Amount
+		case MovementRefunded:
+			e.Refunded += m.Amount
+			e.Refunds++
+		case MovementDeclined:
+			e.Declines++
+		}
+	}
+	for _, id := range s.order {
+		l.Entries = append(l.Entries, *entries[id])
+	}
+	sort.SliceStable(l.Entries, func(i, j int) bool { return l.Entries[i].Created.Before(l.Entries[j].Created) })
+	return l
+}
+
+// record appends a movement; must hold s.mu.
+func (s *Sim) record(kind MovementKind, pi *intent, chargeID, refundID string, amount int64) {
+	s.movements = append(s.movements, Movement{
+		At: s.now(), Kind: kind, ReservationID: pi.metadata["reservation_id"], PaymentIntentID: pi.id,
+		ChargeID: chargeID, RefundID: refundID, Amount: amount, Currency: pi.currency,
+	})
+}
