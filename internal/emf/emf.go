@@ -1,0 +1,213 @@
+// Package emf is a metrics.Recorder that writes CloudWatch embedded metric format (EMF): one
+// JSON object per line, which CloudWatch Logs turns into metrics without any API call from the
+// function. On Lambda the writer is stdout.
+//
+// A line looks like
+//
+//	{"_aws":{"Timestamp":1700000000000,"CloudWatchMetrics":[{"Namespace":"Seatsaga",
+//	  "Dimensions":[["Service","step"]],"Metrics":[{"Name":"ConditionalCheckFailed","Unit":"Count"}]}]},
+//	 "Service":"claim","step":"claim","ConditionalCheckFailed":1}
+//
+// By default every Count writes its own line. A Buffered recorder instead sums counts in memory
+// and writes one line per dimension set on Flush, which a handler calls once per invocation.
+package emf
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+)
+
+// Limits CloudWatch puts on one EMF object.
+const (
+	MaxDimensions       = 30
+	MaxMetricsPerObject = 100
+)
+
+// UnitCount is the unit of every metric this recorder writes.
+const UnitCount = "Count"
+
+// Recorder writes EMF lines to an io.Writer. It is safe for concurrent use.
+type Recorder struct {
+	w         io.Writer
+	namespace string
+	now       func() time.Time
+	defaults  []metrics.Dim
+	buffered  bool
+	onError   func(error)
+
+	mu      sync.Mutex
+	pending map[string]*pendingSet // dimension-set key → metrics
+}
+
+type pendingSet struct {
+	dims   []metrics.Dim
+	values map[string]int64
+}
+
+// Option configures a Recorder.
+type Option func(*Recorder)
+
+// WithDimensions adds dimensions to every metric, e.g. Service=<function name>.
+func WithDimensions(dims ...metrics.Dim) Option {
+	return func(r *Recorder) { r.defaults = append(r.defaults, dims...) }
+}
+
+// WithClock sets the clock that stamps each line.
+func WithClock(now func() time.Time) Option { return func(r *Recorder) { r.now = now } }
+
+// Buffered makes Count sum in memory until Flush.
+func Buffered() Option { return func(r *Recorder) { r.buffered = true } }
+
+// WithErrorHandler receives write and encoding errors; metrics never fail the caller.
+func WithErrorHandler(f func(error)) Option { return func(r *Recorder) { r.onError = f } }
+
+// New returns a Recorder writing to w under namespace.
+func New(w io.Writer, namespace string, opts ...Option) *Recorder {
+	r := &Recorder{w: w, namespace: namespace, now: time.Now, onError: func(error) {}, pending: map[string]*pendingSet{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+var _ metrics.Recorder = (*Recorder)(nil)
+
+// Count implements metrics.Recorder.
+func (r *Recorder) Count(name string, value int64, dims ...metrics.Dim) {
+	all := r.dimensions(name, dims)
+	if !r.buffered {
+		r.write(all, map[string]int64{name: value})
+		return
+	}
+	key := metrics.Key("", all...)
+	r.mu.Lock()
+	set := r.pending[key]
+	if set == nil {
+		set = &pendingSet{dims: all, values: map[string]int64{}}
+		r.pending[key] = set
+	}
+	set.values[name] += value
+	r.mu.Unlock()
+}
+
+// Flush writes what a Buffered recorder holds, one line per dimension set (split at
+// MaxMetricsPerObject), and empties it. It does nothing for an unbuffered recorder.
+func (r *Recorder) Flush() {
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = map[string]*pendingSet{}
+	r.mu.Unlock()
+	keys := make([]string, 0, len(pending))
+	for k := range pending {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		set := pending[k]
+		names := make([]string, 0, len(set.values))
+		for n := range set.values {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for len(names) > 0 {
+			chunk := names[:min(len(names), MaxMetricsPerObject)]
+			names = names[len(chunk):]
+			values := make(map[string]int64, len(chunk))
+			for _, n := range chunk {
+				values[n] = set.values[n]
+			}
+			r.write(set.dims, values)
+		}
+	}
+}
+
+// dimensions merges the defaults with the call's dimensions (the call wins on a clash), drops
+// empty names and names equal to the metric's (they would share one JSON member), sorts them,
+// and keeps at most MaxDimensions.
+func (r *Recorder) dimensions(metric string, dims []metrics.Dim) []metrics.Dim {
+	byName := map[string]string{}
+	for _, d := range r.defaults {
+		byName[d.Name] = d.Value
+	}
+	for _, d := range dims {
+		byName[d.Name] = d.Value
+	}
+	out := make([]metrics.Dim, 0, len(byName))
+	for n, v := range byName {
+		if n == "" || n == metric || n == "_aws" {
+			continue
+		}
+		out = append(out, metrics.Dim{Name: n, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if len(out) > MaxDimensions {
+		out = out[:MaxDimensions]
+	}
+	return out
+}
+
+// The envelope, as CloudWatch documents it.
+type metadata struct {
+	Timestamp         int64             `json:"Timestamp"`
+	CloudWatchMetrics []metricDirective `json:"CloudWatchMetrics"`
+}
+
+type metricDirective struct {
+	Namespace  string             `json:"Namespace"`
+	Dimensions [][]string         `json:"Dimensions"`
+	Metrics    []metricDefinition `json:"Metrics"`
+}
+
+type metricDefinition struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+func (r *Recorder) write(dims []metrics.Dim, values map[string]int64) {
+	names := make([]string, 0, len(values))
+	for n := range values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	dimNames := make([]string, 0, len(dims))
+	line := make(map[string]any, len(dims)+len(values)+1)
+	for _, d := range dims {
+		if _, clash := values[d.Name]; clash {
+			continue
+		}
+		dimNames = append(dimNames, d.Name)
+		line[d.Name] = d.Value
+	}
+	defs := make([]metricDefinition, 0, len(names))
+	for _, n := range names {
+		defs = append(defs, metricDefinition{Name: n, Unit: UnitCount})
+		line[n] = values[n]
+	}
+	line["_aws"] = metadata{
+		Timestamp: r.now().UnixMilli(),
+		CloudWatchMetrics: []metricDirective{{
+			Namespace:  r.namespace,
+			Dimensions: [][]string{dimNames},
+			Metrics:    defs,
+		}},
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		r.onError(fmt.Errorf("emf: encode %s: %w", strings.Join(names, ","), err))
+		return
+	}
+	b = append(b, '\n')
+	r.mu.Lock()
+	_, err = r.w.Write(b)
+	r.mu.Unlock()
+	if err != nil {
+		r.onError(fmt.Errorf("emf: write: %w", err))
+	}
+}

@@ -1,0 +1,541 @@
+// Package lambdahost serves registered Go Lambda handlers over the Lambda Invoke API
+// (POST /2015-03-31/functions/{name}/invocations), so that aws-sdk-go-v2/service/lambda — and
+// the local Step Functions engine that uses it — invoke the real handlers without AWS.
+//
+// Handlers run through aws-lambda-go's own plumbing (lambda.NewHandler, and the runtime's
+// Function.Invoke for error and panic shaping), so a returned error reaches the caller exactly
+// as on AWS: HTTP 200, X-Amz-Function-Error: Unhandled, {"errorType","errorMessage"} with
+// errorType the Go type name of the error (a fmt.Errorf("%w") error is "wrapError").
+//
+// Tests can make a function fail before its handler runs (a Lambda service error), fail after
+// it returned (its effects happened, the caller sees an error), or answer slowly.
+package lambdahost
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+)
+
+// Defaults that hold when Options leave a field zero.
+const (
+	DefaultRegion         = "us-east-1"
+	DefaultAccountID      = "123456789012"
+	DefaultMaxConcurrency = 1000 // AWS's default account concurrency quota
+	DefaultTimeout        = 30 * time.Second
+	// MaxPayloadBytes is Lambda's limit for a synchronous request and response payload.
+	MaxPayloadBytes = 6 * 1024 * 1024
+)
+
+// Options configure a Host.
+type Options struct {
+	Region    string
+	AccountID string
+	// MaxConcurrency caps invocations in flight across the host; excess requests get 429
+	// TooManyRequestsException as on AWS. Zero means DefaultMaxConcurrency; negative, no cap.
+	MaxConcurrency int
+	// Timeout is the function timeout used when Register is not given one: the handler's
+	// context deadline, and the point at which the caller gets a Sandbox.Timedout error.
+	Timeout time.Duration
+	// Logger receives one line per invocation; nil discards.
+	Logger *slog.Logger
+}
+
+// FunctionConfig is optional per-function configuration for RegisterWith.
+type FunctionConfig struct {
+	// Timeout overrides Options.Timeout for this function.
+	Timeout time.Duration
+	// ReservedConcurrency caps this function's invocations in flight (0: no per-function cap).
+	ReservedConcurrency int
+}
+
+// Host serves registered handlers over the Lambda Invoke API.
+type Host struct {
+	opts    Options
+	log     *slog.Logger
+	hostSem chan struct{}
+
+	mu        sync.RWMutex
+	functions map[string]*function
+
+	srvMu  sync.Mutex
+	server *http.Server
+	wg     sync.WaitGroup
+}
+
+type function struct {
+	name    string
+	arn     string
+	fn      *lambda.Function
+	timeout time.Duration
+	sem     chan struct{}
+
+	faultMu sync.Mutex
+	before  []countedFailure
+	after   []countedFailure
+	latency time.Duration
+
+	requests    atomic.Int64
+	invocations atomic.Int64
+	errors      atomic.Int64
+	throttles   atomic.Int64
+	injected    atomic.Int64
+}
+
+type countedFailure struct {
+	failure Failure
+	left    int
+}
+
+// New returns a Host with no functions.
+func New(opts Options) *Host {
+	if opts.Region == "" {
+		opts.Region = DefaultRegion
+	}
+	if opts.AccountID == "" {
+		opts.AccountID = DefaultAccountID
+	}
+	if opts.MaxConcurrency == 0 {
+		opts.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	h := &Host{opts: opts, functions: map[string]*function{}, log: opts.Logger}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxConcurrency > 0 {
+		h.hostSem = make(chan struct{}, opts.MaxConcurrency)
+	}
+	return h
+}
+
+// Register serves handler under name with the host's default configuration. handler is anything
+// lambda.Start accepts (func(ctx, In) (Out, error) and the other documented shapes, or a
+// lambda.Handler). Registering a name again replaces the function and resets its counters.
+func (h *Host) Register(name string, handler any) {
+	h.RegisterWith(name, handler, FunctionConfig{})
+}
+
+// RegisterWith serves handler under name with its own timeout and reserved concurrency.
+func (h *Host) RegisterWith(name string, handler any, cfg FunctionConfig) {
+	f := &function{
+		name:    name,
+		arn:     h.FunctionARN(name),
+		fn:      lambda.NewFunction(lambda.NewHandler(handler)),
+		timeout: h.opts.Timeout,
+	}
+	if cfg.Timeout > 0 {
+		f.timeout = cfg.Timeout
+	}
+	if cfg.ReservedConcurrency > 0 {
+		f.sem = make(chan struct{}, cfg.ReservedConcurrency)
+	}
+	h.mu.Lock()
+	h.functions[name] = f
+	h.mu.Unlock()
+}
+
+// FunctionARN returns the ARN under which name is served, for ASL Resource fields and
+// definition substitutions.
+func (h *Host) FunctionARN(name string) string {
+	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", h.opts.Region, h.opts.AccountID, name)
+}
+
+// Functions returns the registered function names.
+func (h *Host) Functions() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	names := make([]string, 0, len(h.functions))
+	for n := range h.functions {
+		names = append(names, n)
+	}
+	return names
+}
+
+func (h *Host) lookup(name string) *function {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.functions[name]
+}
+
+// Handler returns the HTTP handler serving the Invoke API.
+func (h *Host) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", h.serveInvoke)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeAWSError(w, http.StatusNotFound, "UnknownOperationException", "User",
+			fmt.Sprintf("Unknown operation %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// Start listens on addr (e.g. "127.0.0.1:0") and serves until ctx ends or Close is called. It
+// returns the endpoint URL to use as the Lambda client's base endpoint.
+func (h *Host) Start(ctx context.Context, addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("lambdahost: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	h.srvMu.Lock()
+	if h.server != nil {
+		h.srvMu.Unlock()
+		ln.Close()
+		return "", errors.New("lambdahost: already started")
+	}
+	h.server = srv
+	h.srvMu.Unlock()
+	h.wg.Add(2)
+	go func() {
+		defer h.wg.Done()
+		_ = srv.Serve(ln)
+	}()
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	go func() {
+		defer h.wg.Done()
+		select {
+		case <-ctx.Done():
+			_ = srv.Close()
+		case <-stop:
+		}
+	}()
+	srv.RegisterOnShutdown(func() { stopOnce.Do(func() { close(stop) }) })
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Close stops the server started by Start. Handlers still running finish in the background.
+func (h *Host) Close() error {
+	h.srvMu.Lock()
+	srv := h.server
+	h.srvMu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		err = srv.Close()
+	}
+	h.wg.Wait()
+	return err
+}
+
+// functionName maps what callers may pass as FunctionName — a name, name:qualifier, a partial
+// ARN (account:function:name) or a full ARN, with or without qualifier — to the name and the
+// qualifier.
+func functionName(raw string) (name, qualifier string) {
+	parts := strings.Split(raw, ":")
+	switch {
+	case len(parts) >= 7 && parts[0] == "arn" && parts[5] == "function":
+		name = parts[6]
+		if len(parts) > 7 {
+			qualifier = parts[7]
+		}
+	case len(parts) >= 3 && parts[1] == "function":
+		name = parts[2]
+		if len(parts) > 3 {
+			qualifier = parts[3]
+		}
+	case len(parts) == 2:
+		name, qualifier = parts[0], parts[1]
+	default:
+		name = raw
+	}
+	return name, qualifier
+}
+
+func (h *Host) serveInvoke(w http.ResponseWriter, r *http.Request) {
+	requestID := newRequestID()
+	w.Header().Set("X-Amzn-Requestid", requestID)
+
+	name, qualifier := functionName(r.PathValue("name"))
+	if q := r.URL.Query().Get("Qualifier"); q != "" {
+		qualifier = q
+	}
+	f := h.lookup(name)
+	if f == nil {
+		writeAWSError(w, http.StatusNotFound, "ResourceNotFoundException", "User",
+			"Function not found: "+h.FunctionARN(name))
+		return
+	}
+	if qualifier != "" && qualifier != "$LATEST" {
+		// The host has one version of each function; an alias or version is the same code.
+		h.log.Debug("lambdahost: qualifier served as $LATEST", "function", name, "qualifier", qualifier)
+	}
+
+	invocationType := r.Header.Get("X-Amz-Invocation-Type")
+	if invocationType == "" {
+		invocationType = "RequestResponse"
+	}
+	switch invocationType {
+	case "RequestResponse", "Event", "DryRun":
+	default:
+		writeAWSError(w, http.StatusBadRequest, "InvalidParameterValueException", "User",
+			"1 validation error detected: Value '"+invocationType+"' at 'invocationType' failed to satisfy constraint: Member must satisfy enum value set: [Event, RequestResponse, DryRun]")
+		return
+	}
+
+	payload, err := io.ReadAll(io.LimitReader(r.Body, MaxPayloadBytes+1))
+	if err != nil {
+		writeAWSError(w, http.StatusBadRequest, "InvalidRequestContentException", "User", "Could not read request body")
+		return
+	}
+	if len(payload) > MaxPayloadBytes {
+		writeAWSError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", "User",
+			fmt.Sprintf("Request must be smaller than %d bytes for the InvokeFunction operation", MaxPayloadBytes))
+		return
+	}
+	if len(bytes.TrimSpace(payload)) == 0 {
+		payload = []byte("{}")
+	}
+	if !json.Valid(payload) {
+		writeAWSError(w, http.StatusBadRequest, "InvalidRequestContentException", "User",
+			"Could not parse request body into json: Could not parse payload into json")
+		return
+	}
+	var clientContext []byte
+	if cc := r.Header.Get("X-Amz-Client-Context"); cc != "" {
+		if clientContext, err = base64.StdEncoding.DecodeString(cc); err != nil {
+			writeAWSError(w, http.StatusBadRequest, "InvalidRequestContentException", "User",
+				"Client context must be a valid Base64-encoded JSON object")
+			return
+		}
+	}
+	if invocationType == "DryRun" {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+
+	f.requests.Add(1)
+	call := invocation{
+		requestID:     requestID,
+		traceID:       r.Header.Get("X-Amzn-Trace-Id"),
+		payload:       payload,
+		clientContext: clientContext,
+	}
+	if invocationType == "Event" {
+		// Asynchronous: Lambda queues the event and runs it when there is capacity, so it is
+		// accepted now and never throttled; faults after the handler are invisible to the
+		// caller, as on AWS.
+		go func() {
+			h.acquireWait(f)
+			defer h.release(f)
+			h.invoke(context.Background(), f, call)
+		}()
+		w.Header().Set("X-Amz-Executed-Version", "$LATEST")
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if reason, ok := h.acquire(f); !ok {
+		f.throttles.Add(1)
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusTooManyRequests, "TooManyRequestsException", map[string]string{
+			"Reason":  reason,
+			"Type":    "User",
+			"message": "Rate Exceeded.",
+		})
+		return
+	}
+
+	defer h.release(f)
+	res := h.invoke(r.Context(), f, call)
+	res.write(w)
+}
+
+// acquire takes a concurrency slot from the host and the function without waiting; Lambda
+// throttles rather than queues synchronous invocations.
+func (h *Host) acquire(f *function) (reason string, ok bool) {
+	if h.hostSem != nil {
+		select {
+		case h.hostSem <- struct{}{}:
+		default:
+			return "ConcurrentInvocationLimitExceeded", false
+		}
+	}
+	if f.sem != nil {
+		select {
+		case f.sem <- struct{}{}:
+		default:
+			if h.hostSem != nil {
+				<-h.hostSem
+			}
+			return "ReservedFunctionConcurrentInvocationLimitExceeded", false
+		}
+	}
+	return "", true
+}
+
+// acquireWait takes the same slots, waiting for them: asynchronous invocations queue.
+func (h *Host) acquireWait(f *function) {
+	if h.hostSem != nil {
+		h.hostSem <- struct{}{}
+	}
+	if f.sem != nil {
+		f.sem <- struct{}{}
+	}
+}
+
+func (h *Host) release(f *function) {
+	if f.sem != nil {
+		<-f.sem
+	}
+	if h.hostSem != nil {
+		<-h.hostSem
+	}
+}
+
+type invocation struct {
+	requestID     string
+	traceID       string
+	payload       []byte
+	clientContext []byte
+}
+
+// result is what the caller receives: either a service error (status ≠ 200) or a 200 with the
+// function's payload, flagged as a function error when functionError is set.
+type result struct {
+	status        int
+	errorCode     string
+	body          []byte
+	functionError bool
+}
+
+func (res result) write(w http.ResponseWriter) {
+	if res.status != http.StatusOK {
+		w.Header().Set("X-Amzn-Errortype", res.errorCode)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
+	if res.functionError {
+		w.Header().Set("X-Amz-Function-Error", "Unhandled")
+	}
+	w.WriteHeader(res.status)
+	_, _ = w.Write(res.body)
+}
+
+func (h *Host) invoke(ctx context.Context, f *function, call invocation) result {
+	start := time.Now()
+	before, after, latency := f.takeFaults()
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	if before != nil {
+		f.injected.Add(1)
+		h.log.Info("lambdahost: fault before handler", "function", f.name, "requestId", call.requestID, "error", before.name())
+		return before.result(call.requestID)
+	}
+
+	f.invocations.Add(1)
+	res := h.run(f, call)
+	if res.functionError {
+		f.errors.Add(1)
+	}
+	h.log.Debug("lambdahost: invoked", "function", f.name, "requestId", call.requestID,
+		"functionError", res.functionError, "durationMs", time.Since(start).Milliseconds())
+	if after != nil {
+		f.injected.Add(1)
+		h.log.Info("lambdahost: fault after handler", "function", f.name, "requestId", call.requestID, "error", after.name())
+		return after.result(call.requestID)
+	}
+	return res
+}
+
+// run calls the handler through the runtime's Function.Invoke, which builds the lambdacontext,
+// applies the deadline and shapes errors and panics exactly as the Go runtime reports them. A
+// handler still running at its timeout is abandoned and the caller told so, as Lambda does.
+func (h *Host) run(f *function, call invocation) result {
+	deadline := time.Now().Add(f.timeout)
+	req := &messages.InvokeRequest{
+		Payload:            call.payload,
+		RequestId:          call.requestID,
+		XAmznTraceId:       call.traceID,
+		Deadline:           messages.InvokeRequest_Timestamp{Seconds: deadline.Unix(), Nanos: int64(deadline.Nanosecond())},
+		InvokedFunctionArn: f.arn,
+		ClientContext:      call.clientContext,
+	}
+	done := make(chan *messages.InvokeResponse, 1)
+	go func() {
+		resp := &messages.InvokeResponse{}
+		if err := f.fn.Invoke(req, resp); err != nil {
+			resp.Error = &messages.InvokeResponse_Error{Type: "Runtime.InvokeError", Message: err.Error()}
+		}
+		done <- resp
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case resp := <-done:
+		if resp.Error != nil {
+			return result{status: http.StatusOK, body: errorPayload(resp.Error), functionError: true}
+		}
+		if len(resp.Payload) > MaxPayloadBytes {
+			return result{status: http.StatusOK, functionError: true, body: errorPayload(&messages.InvokeResponse_Error{
+				Type:    "Function.ResponseSizeTooLarge",
+				Message: fmt.Sprintf("Response payload size exceeded maximum allowed payload size (%d bytes).", MaxPayloadBytes),
+			})}
+		}
+		return result{status: http.StatusOK, body: resp.Payload}
+	case <-timer.C:
+		return Timeout(f.timeout).result(call.requestID)
+	}
+}
+
+func errorPayload(e *messages.InvokeResponse_Error) []byte {
+	b, err := json.Marshal(e)
+	if err != nil {
+		b, _ = json.Marshal(&messages.InvokeResponse_Error{Type: "Runtime.SerializationError", Message: err.Error()})
+	}
+	return b
+}
+
+func writeAWSError(w http.ResponseWriter, status int, code, typ, message string) {
+	writeJSON(w, status, code, map[string]string{"Type": typ, "Message": message})
+}
+
+func writeJSON(w http.ResponseWriter, status int, code string, body any) {
+	b, _ := json.Marshal(body)
+	w.Header().Set("X-Amzn-Errortype", code)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("lambdahost: marshal %T: %v", v, err))
+	}
+	return b
+}
