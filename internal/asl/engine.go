@@ -1,0 +1,564 @@
+package asl
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/clock"
+)
+
+// Execution statuses, as the Step Functions API names them.
+const (
+	StatusRunning   = "RUNNING"
+	StatusSucceeded = "SUCCEEDED"
+	StatusFailed    = "FAILED"
+	StatusTimedOut  = "TIMED_OUT"
+	StatusAborted   = "ABORTED"
+)
+
+// Errors returned by the task-token operations.
+var (
+	ErrTaskDoesNotExist = errors.New("TaskDoesNotExist")
+	ErrTaskTimedOut     = errors.New("TaskTimedOut")
+	ErrInvalidToken     = errors.New("InvalidToken")
+	ErrInvalidOutput    = errors.New("InvalidOutput")
+)
+
+// Options configures an Engine.
+type Options struct {
+	Clock   clock.Clock // default clock.Real{}
+	Invoker Invoker     // Lambda invocations; required for Lambda tasks that are not mocked
+	Mocker  TaskMocker  // optional; consulted for executions started with a test case
+	Region  string      // for history event details; default us-east-1
+	Logger  *slog.Logger
+	// Jitter returns a number in [0,1) for FULL jitter; default math/rand/v2.
+	Jitter func() float64
+}
+
+// Engine runs executions of parsed state machines.
+type Engine struct {
+	clock   clock.Clock
+	invoker Invoker
+	mocker  TaskMocker
+	region  string
+	log     *slog.Logger
+	jitter  func() float64
+
+	tokMu    sync.Mutex
+	tokens   map[string]*tokenWait
+	finished map[string]error // tokens no longer waiting: why (ErrTaskTimedOut or ErrTaskDoesNotExist)
+	// finishedOrder lists finished tokens oldest first, to bound the map.
+	finishedOrder []string
+}
+
+// NewEngine returns an engine.
+func NewEngine(o Options) *Engine {
+	e := &Engine{clock: o.Clock, invoker: o.Invoker, mocker: o.Mocker, region: o.Region, log: o.Logger, jitter: o.Jitter,
+		tokens: map[string]*tokenWait{}, finished: map[string]error{}}
+	if e.clock == nil {
+		e.clock = clock.Real{}
+	}
+	if e.region == "" {
+		e.region = "us-east-1"
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.jitter == nil {
+		e.jitter = mrand.Float64
+	}
+	return e
+}
+
+// Clock returns the engine's clock.
+func (e *Engine) Clock() clock.Clock { return e.clock }
+
+// ExecutionSpec names a new execution.
+type ExecutionSpec struct {
+	ARN              string
+	Name             string
+	StateMachineARN  string
+	StateMachineName string
+	RoleARN          string
+	TestCase         string // Step Functions Local test case; selects mocked responses
+	Input            []byte // JSON; empty means {}
+}
+
+// Execution is one run of a state machine.
+type Execution struct {
+	ExecutionSpec
+	StartDate time.Time
+
+	engine *Engine
+	sm     *StateMachine
+	input  any
+	ctxExe map[string]any // $$.Execution
+	ctxSM  map[string]any // $$.StateMachine
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	transitions  atomic.Int64
+	timeoutTimer clock.Timer // execution TimeoutSeconds
+
+	mu         sync.Mutex
+	status     string
+	stopDate   time.Time
+	output     []byte
+	errName    string
+	cause      string
+	events     []HistoryEvent
+	mockCounts map[string]int
+}
+
+// HistoryEvent is one entry of an execution's history, in the API's terms.
+type HistoryEvent struct {
+	ID              int64
+	PreviousEventID int64
+	Timestamp       time.Time
+	Type            string
+	DetailsKey      string // e.g. "taskScheduledEventDetails"; empty when there are none
+	Details         map[string]any
+}
+
+// Snapshot is an execution's observable state.
+type Snapshot struct {
+	Status   string
+	Start    time.Time
+	Stop     time.Time
+	Output   []byte
+	Error    string
+	Cause    string
+	Input    []byte
+	Spec     ExecutionSpec
+	Machine  *StateMachine
+	Transits int64
+}
+
+type abortCause struct{ errName, cause string }
+
+func (a *abortCause) Error() string { return "execution aborted" }
+
+var errExecutionTimedOut = errors.New("execution timed out")
+
+// Start validates the input and starts the execution in the background.
+func (e *Engine) Start(sm *StateMachine, spec ExecutionSpec) (*Execution, error) {
+	if len(spec.Input) == 0 {
+		spec.Input = []byte("{}")
+	}
+	input, err := ParseData(spec.Input)
+	if err != nil {
+		return nil, fmt.Errorf("%w: input is not valid JSON: %v", ErrInvalidInput, err)
+	}
+	if len(spec.Input) > PayloadLimit {
+		return nil, fmt.Errorf("%w: input exceeds %d bytes", ErrInvalidInput, PayloadLimit)
+	}
+	now := e.clock.Now()
+	x := &Execution{ExecutionSpec: spec, StartDate: now, engine: e, sm: sm, input: input,
+		done: make(chan struct{}), status: StatusRunning}
+	x.ctxExe = map[string]any{"Id": spec.ARN, "Input": input, "Name": spec.Name, "RoleArn": spec.RoleARN,
+		"StartTime": isoTime(now), "RedriveCount": int64(0)}
+	x.ctxSM = map[string]any{"Id": spec.StateMachineARN, "Name": spec.StateMachineName}
+	x.ctx, x.cancel = context.WithCancelCause(context.Background())
+	go x.run()
+	return x, nil
+}
+
+// ErrInvalidInput reports execution input that is not acceptable JSON.
+var ErrInvalidInput = errors.New("InvalidExecutionInput")
+
+// Done is closed when the execution has finished.
+func (x *Execution) Done() <-chan struct{} { return x.done }
+
+// Wait blocks until the execution finishes or ctx is done.
+func (x *Execution) Wait(ctx context.Context) error {
+	select {
+	case <-x.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stop aborts a running execution; it reports false when it had already finished.
+func (x *Execution) Stop(errName, cause string) bool {
+	x.mu.Lock()
+	running := x.status == StatusRunning
+	x.mu.Unlock()
+	if !running {
+		return false
+	}
+	x.cancel(&abortCause{errName, cause})
+	// Every wait in the interpreter selects on the execution's context, so the
+	// run loop ends promptly; the bound only guards against a task function
+	// that ignores cancellation.
+	select {
+	case <-x.done:
+	case <-time.After(5 * time.Second):
+	}
+	return true
+}
+
+// StateTransitions counts the states entered so far (AWS bills Standard
+// workflows per state transition).
+func (x *Execution) StateTransitions() int64 { return x.transitions.Load() }
+
+// Snapshot returns the execution's current state.
+func (x *Execution) Snapshot() Snapshot {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return Snapshot{Status: x.status, Start: x.StartDate, Stop: x.stopDate, Output: x.output, Error: x.errName,
+		Cause: x.cause, Input: x.Input, Spec: x.ExecutionSpec, Machine: x.sm, Transits: x.transitions.Load()}
+}
+
+// History returns a copy of the execution's events in order.
+func (x *Execution) History() []HistoryEvent {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]HistoryEvent(nil), x.events...)
+}
+
+func (x *Execution) addEvent(prev int64, typ, key string, details map[string]any) int64 {
+	now := x.engine.clock.Now()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	id := int64(len(x.events) + 1)
+	x.events = append(x.events, HistoryEvent{ID: id, PreviousEventID: prev, Timestamp: now, Type: typ, DetailsKey: key, Details: details})
+	return id
+}
+
+func (x *Execution) nextMockAttempt(state string) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.mockCounts == nil {
+		x.mockCounts = map[string]int{}
+	}
+	n := x.mockCounts[state]
+	x.mockCounts[state] = n + 1
+	return n
+}
+
+func (x *Execution) run() {
+	t := &thread{x: x, ctx: x.ctx, top: true}
+	t.event("ExecutionStarted", "executionStartedEventDetails", map[string]any{
+		"input": string(x.Input), "inputDetails": notTruncated, "roleArn": x.RoleARN})
+	if x.sm.TimeoutSeconds > 0 {
+		x.timeoutTimer = x.engine.clock.AfterFunc(time.Duration(x.sm.TimeoutSeconds)*time.Second, func() { x.cancel(errExecutionTimedOut) })
+	}
+	x.engine.log.Info("execution started", "execution", x.ARN, "stateMachine", x.StateMachineARN, "testCase", x.TestCase)
+	out, serr := t.runBlock(x.sm.root, x.input)
+	x.afterRun(t, out, serr)
+}
+
+// afterRun finishes the execution, or parks it when its top-level thread is
+// waiting on a task token: then no goroutine remains, and a callback (token
+// completion, timer, stop) resumes it on a new one.
+func (x *Execution) afterRun(t *thread, out any, serr *StateError) {
+	for serr == errSuspended {
+		p := t.susp
+		t.susp = nil
+		o, parked := x.park(p)
+		if parked {
+			return
+		}
+		out, serr = t.resume(p, o)
+	}
+	x.finish(t, out, serr)
+}
+
+func (x *Execution) finish(t *thread, out any, serr *StateError) {
+	defer close(x.done)
+	defer x.cancel(nil)
+	if x.timeoutTimer != nil {
+		x.timeoutTimer.Stop()
+	}
+	status, errName, cause := StatusSucceeded, "", ""
+	var output []byte
+	if cerr := context.Cause(x.ctx); cerr != nil && x.ctx.Err() != nil {
+		var ab *abortCause
+		switch {
+		case errors.As(cerr, &ab):
+			status, errName, cause = StatusAborted, ab.errName, ab.cause
+			t.event("ExecutionAborted", "executionAbortedEventDetails", map[string]any{"error": errName, "cause": cause})
+		case errors.Is(cerr, errExecutionTimedOut):
+			status, errName, cause = StatusTimedOut, ErrTimeout, fmt.Sprintf("The execution exceeded its TimeoutSeconds of %d", x.sm.TimeoutSeconds)
+			t.event("ExecutionTimedOut", "executionTimedOutEventDetails", map[string]any{"error": errName, "cause": cause})
+		}
+	}
+	if status == StatusSucceeded {
+		if serr == nil {
+			output = MarshalData(out)
+			if len(output) > PayloadLimit {
+				serr = &StateError{Name: ErrDataLimitExceeded, Cause: "The execution output exceeds the payload size limit"}
+				output = nil
+			}
+		}
+		if serr != nil {
+			status, errName, cause = StatusFailed, serr.Name, serr.Cause
+			t.event("ExecutionFailed", "executionFailedEventDetails", map[string]any{"error": errName, "cause": cause})
+		} else {
+			t.event("ExecutionSucceeded", "executionSucceededEventDetails", map[string]any{"output": string(output), "outputDetails": notTruncated})
+		}
+	}
+	x.mu.Lock()
+	x.status, x.output, x.errName, x.cause, x.stopDate = status, output, errName, cause, x.engine.clock.Now()
+	x.mu.Unlock()
+	x.engine.log.Info("execution finished", "execution", x.ARN, "status", status, "error", errName,
+		"stateTransitions", x.transitions.Load())
+}
+
+// park arms the callbacks that resume a suspended execution: the token's
+// completion, the task's timeout and heartbeat timers, and the execution's
+// cancellation (stop or execution timeout). It reports false, with the
+// outcome, when the task already completed and the caller should go on.
+func (x *Execution) park(p *suspension) (outcome, bool) {
+	e, tw := x.engine, p.tw
+	var fired atomic.Bool
+	var armMu sync.Mutex // held while arming, so cleanup sees every hook
+	var timer clock.Timer
+	var stopCtx func() bool
+	wake := func(o outcome) {
+		if !fired.CompareAndSwap(false, true) {
+			return
+		}
+		go func() {
+			armMu.Lock()
+			if timer != nil {
+				timer.Stop()
+			}
+			if stopCtx != nil {
+				stopCtx()
+			}
+			armMu.Unlock()
+			tw.stopHeartbeat()
+			out, serr := p.t.resume(p, o)
+			x.afterRun(p.t, out, serr)
+		}()
+	}
+	// expire ends the wait with o unless a SendTask* call already took the token.
+	expire := func(o outcome, why error) {
+		e.tokMu.Lock()
+		if e.tokens[p.token] != tw {
+			e.tokMu.Unlock()
+			return
+		}
+		e.retire(p.token, why)
+		e.tokMu.Unlock()
+		wake(o)
+	}
+
+	armMu.Lock()
+	defer armMu.Unlock()
+	e.tokMu.Lock()
+	if e.tokens[p.token] != tw {
+		// Completed while the task was being submitted: its outcome is (or is
+		// about to be) in the channel.
+		e.tokMu.Unlock()
+		return <-tw.result, false
+	}
+	tw.wake = wake
+	e.tokMu.Unlock()
+
+	if !p.deadline.IsZero() {
+		timer = e.clock.AfterFunc(p.deadline.Sub(e.clock.Now()), func() { expire(timeoutOutcome(), ErrTaskTimedOut) })
+	}
+	tw.hbMu.Lock()
+	tw.hbEvery = time.Duration(p.heartbeat) * time.Second
+	tw.onMissed = func() { expire(heartbeatOutcome(), ErrTaskTimedOut) }
+	tw.hbMu.Unlock()
+	tw.armHeartbeat(e.clock)
+	stopCtx = context.AfterFunc(x.ctx, func() { wake(outcome{err: &StateError{Name: "States.Aborted", Cause: "execution stopped"}}) })
+	return outcome{}, true
+}
+
+// tokenWait is a task parked on .waitForTaskToken: an entry in a map, not a
+// polling loop.
+type tokenWait struct {
+	result chan outcome // buffered 1
+	x      *Execution
+
+	// The heartbeat timer is re-armed synchronously by SendTaskHeartbeat, so
+	// that a heartbeat acknowledged to the caller has taken effect.
+	hbMu    sync.Mutex
+	hbEvery time.Duration
+	hbTimer clock.Timer
+	hbGen   int
+
+	// wake is set while the execution is parked without a goroutine:
+	// completion calls it instead of sending on result.
+	wake func(outcome) // guarded by Engine.tokMu
+	// onMissed handles a missed heartbeat.
+	onMissed func() // guarded by hbMu
+}
+
+// armHeartbeat (re)starts the heartbeat timer; a timer that fires after being
+// replaced is ignored by generation.
+func (tw *tokenWait) armHeartbeat(clk clock.Clock) {
+	tw.hbMu.Lock()
+	defer tw.hbMu.Unlock()
+	if tw.hbEvery <= 0 {
+		return
+	}
+	if tw.hbTimer != nil {
+		tw.hbTimer.Stop()
+	}
+	tw.hbGen++
+	gen := tw.hbGen
+	tw.hbTimer = clk.AfterFunc(tw.hbEvery, func() {
+		tw.hbMu.Lock()
+		current := gen == tw.hbGen
+		onMissed := tw.onMissed
+		tw.hbMu.Unlock()
+		if current && onMissed != nil {
+			onMissed()
+		}
+	})
+}
+
+func (tw *tokenWait) stopHeartbeat() {
+	tw.hbMu.Lock()
+	defer tw.hbMu.Unlock()
+	tw.hbGen++
+	if tw.hbTimer != nil {
+		tw.hbTimer.Stop()
+		tw.hbTimer = nil
+	}
+}
+
+type outcome struct {
+	out any
+	err *StateError
+}
+
+func (e *Engine) newToken(x *Execution) (string, *tokenWait) {
+	var b [48]byte
+	b[0] = tokenVersion
+	_, _ = rand.Read(b[1:])
+	tok := base64.StdEncoding.EncodeToString(b[:])
+	tw := &tokenWait{result: make(chan outcome, 1), x: x}
+	e.tokMu.Lock()
+	e.tokens[tok] = tw
+	e.tokMu.Unlock()
+	return tok, tw
+}
+
+const tokenVersion = 0xA5
+
+// finishedTokenLimit bounds the memory of closed tokens; an older token is
+// forgotten and reported as TaskDoesNotExist rather than TaskTimedOut.
+const finishedTokenLimit = 100_000
+
+// retire closes a token and remembers why; the caller holds tokMu.
+func (e *Engine) retire(tok string, why error) {
+	delete(e.tokens, tok)
+	if _, known := e.finished[tok]; !known {
+		e.finishedOrder = append(e.finishedOrder, tok)
+		if len(e.finishedOrder) > finishedTokenLimit {
+			delete(e.finished, e.finishedOrder[0])
+			e.finishedOrder = e.finishedOrder[1:]
+		}
+	}
+	e.finished[tok] = why
+}
+
+func (e *Engine) closeToken(tok string, why error) {
+	e.tokMu.Lock()
+	e.retire(tok, why)
+	e.tokMu.Unlock()
+}
+
+// closeTokenIfOpen closes a token that is still waiting, keeping the reason
+// recorded by whoever closed it first.
+func (e *Engine) closeTokenIfOpen(tok string, why error) {
+	e.tokMu.Lock()
+	defer e.tokMu.Unlock()
+	if _, ok := e.tokens[tok]; ok {
+		e.retire(tok, why)
+	}
+}
+
+func (e *Engine) lookupToken(tok string) (*tokenWait, error) {
+	b, err := base64.StdEncoding.DecodeString(tok)
+	if err != nil || len(b) != 48 || b[0] != tokenVersion {
+		return nil, ErrInvalidToken
+	}
+	e.tokMu.Lock()
+	defer e.tokMu.Unlock()
+	if tw, ok := e.tokens[tok]; ok {
+		return tw, nil
+	}
+	if why, ok := e.finished[tok]; ok {
+		return nil, why
+	}
+	return nil, ErrTaskDoesNotExist
+}
+
+// SendTaskSuccess completes the task waiting on token with output (JSON).
+func (e *Engine) SendTaskSuccess(token string, output []byte) error {
+	tw, err := e.lookupToken(token)
+	if err != nil {
+		return err
+	}
+	v, perr := ParseData(output)
+	if perr != nil || len(output) == 0 {
+		return fmt.Errorf("%w: the output is not valid JSON", ErrInvalidOutput)
+	}
+	return e.complete(token, tw, outcome{out: v})
+}
+
+// SendTaskFailure fails the task waiting on token.
+func (e *Engine) SendTaskFailure(token, errName, cause string) error {
+	tw, err := e.lookupToken(token)
+	if err != nil {
+		return err
+	}
+	return e.complete(token, tw, outcome{err: &StateError{Name: errName, Cause: cause}})
+}
+
+func (e *Engine) complete(token string, tw *tokenWait, o outcome) error {
+	e.tokMu.Lock()
+	if e.tokens[token] != tw {
+		why := e.finished[token]
+		e.tokMu.Unlock()
+		if why == nil {
+			why = ErrTaskDoesNotExist
+		}
+		return why
+	}
+	e.retire(token, ErrTaskDoesNotExist)
+	wake := tw.wake
+	e.tokMu.Unlock()
+	if wake != nil {
+		wake(o)
+	} else {
+		tw.result <- o
+	}
+	return nil
+}
+
+// SendTaskHeartbeat resets the heartbeat timer of the task waiting on token.
+func (e *Engine) SendTaskHeartbeat(token string) error {
+	tw, err := e.lookupToken(token)
+	if err != nil {
+		return err
+	}
+	tw.armHeartbeat(e.clock)
+	return nil
+}
+
+// WaitingTasks returns how many tasks are parked on task tokens.
+func (e *Engine) WaitingTasks() int {
+	e.tokMu.Lock()
+	defer e.tokMu.Unlock()
+	return len(e.tokens)
+}
+
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
