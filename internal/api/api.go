@@ -1,0 +1,320 @@
+// Package api is the reservation API behind API Gateway (REST API, Lambda proxy integration,
+// Cognito/JWT authorizer):
+//
+//	POST   /events/{eventId}/reservations   Idempotency-Key header; starts the saga
+//	GET    /reservations/{id}               the owner's view of a reservation
+//	DELETE /reservations/{id}               the owner cancels while paying
+//
+// The customer is always the authorizer's claims.sub, never anything in the body. A
+// reservation's id is derived from the customer and the Idempotency-Key, and names the Step
+// Functions execution, so a retried POST finds the same reservation and cannot start a second
+// saga. Every bad input is refused with a 4xx JSON body {code, message} before anything is
+// written or started.
+//
+// Events catalog: seatsaga has no Events table. An event exists iff the Seats table has a seat
+// for it, and it is on sale unless the requested seats carry onSaleFrom/onSaleUntil bounds that
+// exclude now (see DynamoCatalog).
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+)
+
+// Routes as API Gateway names its resources.
+const (
+	ResourceCreate      = "/events/{eventId}/reservations"
+	ResourceReservation = "/reservations/{id}"
+)
+
+// IdempotencyKeyHeader is the header that makes POST safe to retry.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// Status values the API reports besides the inventory states of internal/reservation.
+const (
+	// StatusPending: the saga started but the Claim step has not written the reservation yet.
+	StatusPending = "PENDING"
+	// StatusRejected: the saga ended without ever holding seats (the buyer lost the race).
+	StatusRejected = "REJECTED"
+)
+
+// Deps is what the handler needs. Reservations, Seats and SFN are required.
+type Deps struct {
+	Reservations ReservationReader
+	Seats        SeatCatalog
+	SFN          StepFunctions
+	// Payments, when set, lets GET return the PaymentIntent's client secret to its owner.
+	Payments PaymentReader
+	// StateMachineARN is the saga's state machine; executions are named by reservation id.
+	StateMachineARN string
+	// MaxSeats bounds seats per reservation (config MaxSeats).
+	MaxSeats int
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Metrics  metrics.Recorder
+}
+
+// Handler serves the API Gateway proxy events of the reservation API.
+type Handler struct {
+	d Deps
+}
+
+// New checks deps and returns the handler.
+func New(d Deps) (*Handler, error) {
+	switch {
+	case d.Reservations == nil:
+		return nil, errors.New("api: Reservations is required")
+	case d.Seats == nil:
+		return nil, errors.New("api: Seats is required")
+	case d.SFN == nil:
+		return nil, errors.New("api: SFN is required")
+	case !strings.Contains(d.StateMachineARN, ":stateMachine:"):
+		return nil, fmt.Errorf("api: StateMachineARN %q is not a state machine ARN", d.StateMachineARN)
+	}
+	if d.MaxSeats <= 0 {
+		d.MaxSeats = 10
+	}
+	d.MaxSeats = min(d.MaxSeats, reservation.MaxSeatsPerTransaction)
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.Discard{}
+	}
+	return &Handler{d: d}, nil
+}
+
+// Handle routes one request. It returns an error only for nothing: every failure becomes a
+// JSON response, so API Gateway never answers a bare 502.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	route := routeOf(req)
+	resp, e := h.dispatch(ctx, route, req)
+	if e != nil {
+		resp = errorResponse(e)
+	}
+	code := ""
+	if e != nil {
+		code = e.Code
+	}
+	h.d.Metrics.Count("ApiResponses", 1, metrics.Dim{Name: "route", Value: route}, metrics.Dim{Name: "status", Value: statusClass(resp.StatusCode)})
+	level := slog.LevelInfo
+	if resp.StatusCode >= 500 {
+		level = slog.LevelError
+	}
+	h.d.Logger.Log(ctx, level, "api: request", "route", route, "status", resp.StatusCode, "code", code,
+		"requestId", req.RequestContext.RequestID)
+	return resp, nil
+}
+
+func (h *Handler) dispatch(ctx context.Context, route string, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, *Error) {
+	switch route {
+	case "POST " + ResourceCreate:
+		return h.create(ctx, req)
+	case "GET " + ResourceReservation:
+		return h.get(ctx, req)
+	case "DELETE " + ResourceReservation:
+		return h.cancel(ctx, req)
+	}
+	if r := strings.SplitN(route, " ", 2); len(r) == 2 && (r[1] == ResourceCreate || r[1] == ResourceReservation) {
+		return events.APIGatewayProxyResponse{}, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: "method " + r[0] + " is not allowed here"}
+	}
+	return events.APIGatewayProxyResponse{}, notFound("no such resource")
+}
+
+// routeOf names the route: API Gateway's resource template when it sent one, else the template
+// matched from the path (for callers that fill only Path and PathParameters).
+func routeOf(req events.APIGatewayProxyRequest) string {
+	method := strings.ToUpper(req.HTTPMethod)
+	if req.Resource != "" {
+		return method + " " + req.Resource
+	}
+	parts := strings.Split(strings.Trim(req.Path, "/"), "/")
+	switch {
+	case len(parts) == 3 && parts[0] == "events" && parts[2] == "reservations":
+		return method + " " + ResourceCreate
+	case len(parts) == 2 && parts[0] == "reservations":
+		return method + " " + ResourceReservation
+	}
+	return method + " " + req.Path
+}
+
+func pathParam(req events.APIGatewayProxyRequest, name string) string {
+	if v, ok := req.PathParameters[name]; ok {
+		return v
+	}
+	// Fall back to the path for callers that do not fill PathParameters.
+	parts := strings.Split(strings.Trim(req.Path, "/"), "/")
+	switch name {
+	case "eventId":
+		if len(parts) == 3 && parts[0] == "events" {
+			return parts[1]
+		}
+	case "id":
+		if len(parts) == 2 && parts[0] == "reservations" {
+			return parts[1]
+		}
+	}
+	return ""
+}
+
+// customerOf reads the authenticated customer from the authorizer's claims. API Gateway's
+// Cognito authorizer passes claims as an object; in Lambda's JSON it arrives as map[string]any.
+func customerOf(req events.APIGatewayProxyRequest) (string, bool) {
+	var sub string
+	switch c := req.RequestContext.Authorizer["claims"].(type) {
+	case map[string]any:
+		sub, _ = c["sub"].(string)
+	case map[string]string:
+		sub = c["sub"]
+	}
+	if sub == "" || len(sub) > 128 || !printable(sub) || strings.Contains(sub, "#") {
+		return "", false
+	}
+	return sub, true
+}
+
+// header returns a header's value whatever its case.
+func header(req events.APIGatewayProxyRequest, name string) (string, bool) {
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	for k, vs := range req.MultiValueHeaders {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return vs[0], true
+		}
+	}
+	return "", false
+}
+
+// ReservationStatus is the JSON a client sees for a reservation.
+type ReservationStatus struct {
+	ReservationID string `json:"reservationId"`
+	// Status is PENDING, REJECTED, or the reservation's inventory state (HELD,
+	// PAYMENT_PENDING, CONFIRMED, RELEASED).
+	Status        string     `json:"status"`
+	PaymentState  string     `json:"paymentState,omitempty"`
+	Outcome       string     `json:"outcome,omitempty"`
+	EventID       string     `json:"eventId,omitempty"`
+	SeatIDs       []string   `json:"seatIds,omitempty"`
+	Amount        int64      `json:"amount,omitempty"`
+	Currency      string     `json:"currency,omitempty"`
+	HoldExpiresAt *time.Time `json:"holdExpiresAt,omitempty"`
+	// PaymentIntentID and ClientSecret are what the buyer's browser needs to complete the
+	// payment (e.g. 3-D Secure with Stripe.js). The secret goes only to the owner.
+	PaymentIntentID string `json:"paymentIntentId,omitempty"`
+	ClientSecret    string `json:"clientSecret,omitempty"`
+	NextAction      string `json:"nextAction,omitempty"`
+	Version         int64  `json:"version,omitempty"`
+	// CancelRequested is set on the answer to a DELETE the saga accepted.
+	CancelRequested bool   `json:"cancelRequested,omitempty"`
+	StatusURL       string `json:"statusUrl"`
+}
+
+// StatusURL is where a reservation's status is read.
+func StatusURL(reservationID string) string { return "/reservations/" + reservationID }
+
+func viewOf(r reservation.Reservation) ReservationStatus {
+	v := ReservationStatus{
+		ReservationID:   r.ID,
+		Status:          string(r.Inventory),
+		PaymentState:    string(r.Payment),
+		Outcome:         string(r.Outcome),
+		EventID:         r.EventID,
+		SeatIDs:         r.SeatIDs,
+		Amount:          r.Amount,
+		Currency:        strings.ToLower(r.Currency),
+		PaymentIntentID: r.PaymentIntentID,
+		Version:         r.Version,
+		StatusURL:       StatusURL(r.ID),
+	}
+	if !r.HoldExpiresAt.IsZero() {
+		t := r.HoldExpiresAt.UTC()
+		v.HoldExpiresAt = &t
+	}
+	return v
+}
+
+// executionARN names the execution of a reservation: executions are named by reservation id
+// under the saga's state machine (arn:…:stateMachine:NAME → arn:…:execution:NAME:ID).
+func executionARN(stateMachineARN, reservationID string) string {
+	return strings.Replace(stateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + reservationID
+}
+
+// execution is what the handler learns from DescribeExecution.
+type execution struct {
+	status sfntypes.ExecutionStatus
+	input  saga.Input
+}
+
+// describe returns the reservation's execution, or (nil, nil) when there is none.
+func (h *Handler) describe(ctx context.Context, reservationID string) (*execution, error) {
+	out, err := h.d.SFN.DescribeExecution(ctx, &sfn.DescribeExecutionInput{
+		ExecutionArn: aws.String(executionARN(h.d.StateMachineARN, reservationID)),
+	})
+	var missing *sfntypes.ExecutionDoesNotExist
+	if errors.As(err, &missing) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe execution %s: %w", reservationID, err)
+	}
+	ex := &execution{status: out.Status}
+	if err := json.Unmarshal([]byte(aws.ToString(out.Input)), &ex.input); err != nil {
+		return nil, fmt.Errorf("execution %s has unreadable input: %w", reservationID, err)
+	}
+	return ex, nil
+}
+
+// serverError logs err and returns the client-facing error: 503 for throttling and timeouts
+// (retryable), 500 otherwise.
+func (h *Handler) serverError(ctx context.Context, what string, err error, attrs ...any) *Error {
+	h.d.Logger.ErrorContext(ctx, "api: "+what, append(attrs, "error", err.Error())...)
+	if retryable(err) {
+		return errUnavailable
+	}
+	return errInternal
+}
+
+// retryable reports failures a client should simply retry: throttling, an overloaded or
+// unavailable service, a timeout.
+func retryable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "ThrottlingException", "Throttling", "TooManyRequestsException", "ProvisionedThroughputExceededException",
+			"RequestLimitExceeded", "ServiceUnavailable", "ServiceUnavailableException", "TransactionConflictException",
+			"InternalServerError", "InternalServerErrorException":
+			return true
+		}
+	}
+	var timeout interface{ Timeout() bool }
+	return errors.As(err, &timeout) && timeout.Timeout()
+}
+
+func statusClass(code int) string {
+	return fmt.Sprintf("%dxx", code/100)
+}

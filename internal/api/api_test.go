@@ -1,0 +1,525 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+)
+
+var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+type rig struct {
+	h       *Handler
+	sfn     *fakeSFN
+	res     *fakeReservations
+	cat     *fakeCatalog
+	pay     *fakePayments
+	metrics *metrics.Memory
+}
+
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	r := &rig{
+		sfn:     newFakeSFN(),
+		res:     &fakeReservations{byID: map[string]reservation.Reservation{}},
+		cat:     &fakeCatalog{seats: map[string]CatalogSeat{}},
+		pay:     &fakePayments{},
+		metrics: metrics.NewMemory(),
+	}
+	for _, s := range []string{"A1", "A2", "A3", "B1"} {
+		r.cat.seats["ev1#"+s] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: s, State: reservation.Available}}
+	}
+	h, err := New(Deps{
+		Reservations: r.res, Seats: r.cat, SFN: r.sfn, Payments: r.pay,
+		StateMachineARN: testMachine, MaxSeats: 3,
+		Now:     func() time.Time { return testNow },
+		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Metrics: r.metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.h = h
+	return r
+}
+
+func claims(sub string) map[string]any {
+	if sub == "" {
+		return nil
+	}
+	return map[string]any{"claims": map[string]any{"sub": sub}}
+}
+
+func postReq(sub, eventID, key, body string) events.APIGatewayProxyRequest {
+	req := events.APIGatewayProxyRequest{
+		Resource: ResourceCreate, Path: "/events/" + eventID + "/reservations", HTTPMethod: "POST",
+		PathParameters: map[string]string{"eventId": eventID},
+		Headers:        map[string]string{},
+		Body:           body,
+		RequestContext: events.APIGatewayProxyRequestContext{RequestID: "req-1", Authorizer: claims(sub)},
+	}
+	if key != "" {
+		req.Headers["idempotency-key"] = key
+	}
+	return req
+}
+
+func idReq(method, sub, id string) events.APIGatewayProxyRequest {
+	return events.APIGatewayProxyRequest{
+		Resource: ResourceReservation, Path: "/reservations/" + id, HTTPMethod: method,
+		PathParameters: map[string]string{"id": id},
+		RequestContext: events.APIGatewayProxyRequestContext{Authorizer: claims(sub)},
+	}
+}
+
+const goodBody = `{"seatIds":["A1","A2"],"amount":5000,"currency":"EUR","paymentMethod":"pm_card_visa"}`
+
+func decode[T any](t *testing.T, resp events.APIGatewayProxyResponse) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil {
+		t.Fatalf("response body %q: %v", resp.Body, err)
+	}
+	return v
+}
+
+func (r *rig) do(t *testing.T, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	t.Helper()
+	resp, err := r.h.Handle(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Handle returned an error: %v", err)
+	}
+	if ct := resp.Headers["Content-Type"]; ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	return resp
+}
+
+// TestCreateRefusesBadInput is e2e test 15's matrix at unit level: every bad request gets the
+// right 4xx and code, and nothing is started.
+func TestCreateRefusesBadInput(t *testing.T) {
+	seats := func(n int) string {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf(`"S%d"`, i)
+		}
+		return `{"seatIds":[` + strings.Join(ids, ",") + `],"amount":100,"currency":"eur","paymentMethod":"pm_x"}`
+	}
+	cases := []struct {
+		name       string
+		sub, event string
+		key        string
+		body       string
+		setup      func(*rig)
+		wantStatus int
+		wantCode   string
+	}{
+		{"no authenticated customer", "", "ev1", "k1", goodBody, nil, 401, "unauthorized"},
+		{"customer id with a hash", "a#b", "ev1", "k1", goodBody, nil, 401, "unauthorized"},
+		{"malformed event id", "alice", "ev 1", "k1", goodBody, nil, 400, "invalid_event_id"},
+		{"event id too long", "alice", strings.Repeat("e", 65), "k1", goodBody, nil, 400, "invalid_event_id"},
+		{"missing idempotency key", "alice", "ev1", "", goodBody, nil, 400, "missing_idempotency_key"},
+		{"oversized idempotency key", "alice", "ev1", strings.Repeat("k", 65), goodBody, nil, 400, "invalid_idempotency_key"},
+		{"idempotency key with a space", "alice", "ev1", "k 1", goodBody, nil, 400, "invalid_idempotency_key"},
+		{"idempotency key with a control byte", "alice", "ev1", "k\x01", goodBody, nil, 400, "invalid_idempotency_key"},
+		{"empty body", "alice", "ev1", "k1", "", nil, 400, "invalid_json"},
+		{"malformed json", "alice", "ev1", "k1", `{"seatIds":["A1"`, nil, 400, "invalid_json"},
+		{"not an object", "alice", "ev1", "k1", `["A1"]`, nil, 400, "invalid_json"},
+		{"two objects", "alice", "ev1", "k1", goodBody + goodBody, nil, 400, "invalid_json"},
+		{"unknown field", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm","discount":5}`, nil, 400, "unknown_field"},
+		{"customer id in the body", "alice", "ev1", "k1", `{"customerId":"bob","seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "unknown_field"},
+		{"wrong type", "alice", "ev1", "k1", `{"seatIds":"A1","amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_field"},
+		{"fractional amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1.5,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_field"},
+		{"no seats", "alice", "ev1", "k1", `{"seatIds":[],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "no_seats"},
+		{"seats missing", "alice", "ev1", "k1", `{"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "no_seats"},
+		{"too many seats", "alice", "ev1", "k1", seats(4), nil, 400, "too_many_seats"},
+		{"duplicate seat", "alice", "ev1", "k1", `{"seatIds":["A1","A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "duplicate_seat"},
+		{"seat id with a hash", "alice", "ev1", "k1", `{"seatIds":["A#1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_seat_id"},
+		{"empty seat id", "alice", "ev1", "k1", `{"seatIds":[""],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_seat_id"},
+		{"zero amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":0,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount"},
+		{"negative amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":-5,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount"},
+		{"huge amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":99999999999999,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount"},
+		{"bad currency", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"euro","paymentMethod":"pm"}`, nil, 400, "invalid_currency"},
+		{"missing payment method", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur"}`, nil, 400, "invalid_payment_method"},
+		{"body too large", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"` + strings.Repeat("p", MaxBodyBytes) + `"}`, nil, 413, "body_too_large"},
+		{"unknown event", "alice", "nope", "k1", goodBody, nil, 404, "event_not_found"},
+		{"unknown seat", "alice", "ev1", "k1", `{"seatIds":["A1","Z9"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "unknown_seat"},
+		{"seat taken", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			r.cat.seats["ev1#A2"] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: "A2", State: reservation.Confirmed, ReservationID: "r_other"}}
+		}, 409, "seats_unavailable"},
+		{"seat held by a live hold", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			r.cat.seats["ev1#A1"] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: "A1", State: reservation.Held, ReservationID: "r_other", HoldExpiresAt: testNow.Add(time.Minute)}}
+		}, 409, "seats_unavailable"},
+		{"not on sale yet", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			cs := r.cat.seats["ev1#A1"]
+			cs.OnSaleFrom = testNow.Add(time.Hour)
+			r.cat.seats["ev1#A1"] = cs
+		}, 409, "not_on_sale"},
+		{"sale over", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			cs := r.cat.seats["ev1#A2"]
+			cs.OnSaleUntil = testNow
+			r.cat.seats["ev1#A2"] = cs
+		}, 409, "not_on_sale"},
+		{"amount does not match the seat prices", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			for _, s := range []string{"A1", "A2"} {
+				cs := r.cat.seats["ev1#"+s]
+				cs.PriceMinor, cs.Currency = 2000, "eur"
+				r.cat.seats["ev1#"+s] = cs
+			}
+		}, 400, "amount_mismatch"},
+		{"catalog unavailable", "alice", "ev1", "k1", goodBody, func(r *rig) { r.cat.err = fmt.Errorf("read: %w", errBoom) }, 500, "internal"},
+		{"catalog throttled", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			r.cat.err = fmt.Errorf("read: %w", &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"})
+		}, 503, "unavailable"},
+		{"step functions throttled", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			r.sfn.startErr = &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
+		}, 503, "unavailable"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			if tc.setup != nil {
+				tc.setup(r)
+			}
+			resp := r.do(t, postReq(tc.sub, tc.event, tc.key, tc.body))
+			e := decode[Error](t, resp)
+			if resp.StatusCode != tc.wantStatus || e.Code != tc.wantCode {
+				t.Fatalf("got %d %s (%s), want %d %s", resp.StatusCode, e.Code, e.Message, tc.wantStatus, tc.wantCode)
+			}
+			if e.Message == "" {
+				t.Fatal("error without a message")
+			}
+			if n := r.sfn.startCount(); n != 0 {
+				t.Fatalf("%d executions started, want none", n)
+			}
+		})
+	}
+}
+
+func TestCreateStartsOneExecutionPerKey(t *testing.T) {
+	r := newRig(t)
+	resp := r.do(t, postReq("alice", "ev1", "key-1", goodBody))
+	if resp.StatusCode != 202 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+	v := decode[ReservationStatus](t, resp)
+	wantID := ReservationID("alice", "key-1")
+	if v.ReservationID != wantID || v.Status != StatusPending || v.StatusURL != "/reservations/"+wantID {
+		t.Fatalf("view %+v", v)
+	}
+	if resp.Headers["Location"] != v.StatusURL {
+		t.Fatalf("Location %q", resp.Headers["Location"])
+	}
+	ex := r.sfn.executions[executionARN(testMachine, wantID)]
+	var in saga.Input
+	if err := json.Unmarshal([]byte(ex.input), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.CustomerID != "alice" || in.EventID != "ev1" || in.Currency != "eur" || in.Amount != 5000 ||
+		in.IdempotencyKey != "key-1" || in.PaymentMethod != "pm_card_visa" || in.ReservationID != wantID ||
+		len(in.SeatIDs) != 2 || in.RequestHash == "" || in.CorrelationID != "req-1" {
+		t.Fatalf("execution input %+v", in)
+	}
+
+	// The same request again, seats in another order: the same reservation, no new execution.
+	replay := r.do(t, postReq("alice", "ev1", "key-1", `{"seatIds":["A2","A1"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`))
+	if replay.StatusCode != 202 || decode[ReservationStatus](t, replay).ReservationID != wantID {
+		t.Fatalf("replay: %d %s", replay.StatusCode, replay.Body)
+	}
+	// Once the Claim step wrote the reservation, the replay reports it.
+	r.res.byID[wantID] = reservation.Reservation{ID: wantID, CustomerID: "alice", Inventory: reservation.Held,
+		Payment: reservation.NotStarted, HoldExpiresAt: testNow.Add(10 * time.Minute), Version: 1}
+	replay = r.do(t, postReq("alice", "ev1", "key-1", goodBody))
+	if rv := decode[ReservationStatus](t, replay); replay.StatusCode != 202 || rv.Status != "HELD" || rv.HoldExpiresAt == nil {
+		t.Fatalf("replay after claim: %d %s", replay.StatusCode, replay.Body)
+	}
+	// The same key with another body is a conflict.
+	other := r.do(t, postReq("alice", "ev1", "key-1", `{"seatIds":["A3"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`))
+	if other.StatusCode != 409 || decode[Error](t, other).Code != "idempotency_key_reused" {
+		t.Fatalf("other body: %d %s", other.StatusCode, other.Body)
+	}
+	// Another customer's same key is another reservation.
+	bob := r.do(t, postReq("bob", "ev1", "key-1", `{"seatIds":["A3"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`))
+	if bob.StatusCode != 202 || decode[ReservationStatus](t, bob).ReservationID == wantID {
+		t.Fatalf("bob: %d %s", bob.StatusCode, bob.Body)
+	}
+	if n := r.sfn.startCount(); n != 2 {
+		t.Fatalf("%d executions started, want 2", n)
+	}
+	if r.metrics.Total("IdempotencyConflicts") != 1 || r.metrics.Total("ReservationReplays") != 2 {
+		t.Fatalf("metrics %v", r.metrics.Snapshot())
+	}
+}
+
+func TestCreateRaceWithConcurrentRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		sameBody   bool
+		wantStatus int
+	}{
+		{"same request won the start", true, 202},
+		{"other request won the start", false, 409},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			body := goodBody
+			if !tc.sameBody {
+				body = `{"seatIds":["A3"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`
+			}
+			req, _ := DecodeCreateRequest(body, false, 3)
+			in, _ := json.Marshal(saga.Input{CustomerID: "alice", RequestHash: RequestHash("alice", "ev1", req)})
+			r.sfn.raceInput = string(in)
+			resp := r.do(t, postReq("alice", "ev1", "k", goodBody))
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			if r.sfn.startCount() != 0 {
+				t.Fatal("the losing request started an execution")
+			}
+		})
+	}
+}
+
+func TestCreateAdmitsOwnAndExpiredHolds(t *testing.T) {
+	r := newRig(t)
+	id := ReservationID("alice", "k")
+	r.cat.seats["ev1#A1"] = CatalogSeat{Seat: reservation.Seat{State: reservation.Held, ReservationID: "r_gone", HoldExpiresAt: testNow.Add(-time.Second)}}
+	r.cat.seats["ev1#A2"] = CatalogSeat{Seat: reservation.Seat{State: reservation.Held, ReservationID: id, HoldExpiresAt: testNow.Add(time.Minute)},
+		PriceMinor: 2500, Currency: "EUR"}
+	cs := r.cat.seats["ev1#A1"]
+	cs.PriceMinor, cs.Currency = 2500, "eur"
+	r.cat.seats["ev1#A1"] = cs
+	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestCreateAcceptsBase64Body(t *testing.T) {
+	r := newRig(t)
+	req := postReq("alice", "ev1", "k", base64.StdEncoding.EncodeToString([]byte(goodBody)))
+	req.IsBase64Encoded = true
+	if resp := r.do(t, req); resp.StatusCode != 202 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestGet(t *testing.T) {
+	id := ReservationID("alice", "k")
+	pending := reservation.Reservation{ID: id, CustomerID: "alice", EventID: "ev1", SeatIDs: []string{"A1"},
+		Inventory: reservation.PaymentPending, Payment: reservation.Authorizing, PaymentIntentID: "pi_1",
+		HoldExpiresAt: testNow.Add(5 * time.Minute), Amount: 100, Currency: "EUR", Version: 3, TaskToken: "secret-token"}
+	running := func(customer string, status sfntypes.ExecutionStatus) func(*rig) {
+		return func(r *rig) {
+			in, _ := json.Marshal(saga.Input{ReservationID: id, CustomerID: customer, EventID: "ev1"})
+			r.sfn.executions[executionARN(testMachine, id)] = &fakeExecution{input: string(in), status: status}
+		}
+	}
+	cases := []struct {
+		name       string
+		sub, id    string
+		setup      func(*rig)
+		wantStatus int
+		wantState  string
+		wantSecret string
+	}{
+		{"owner sees the payment wait and the client secret", "alice", id, func(r *rig) {
+			r.res.byID[id] = pending
+			r.pay.auth = payment.Authorization{State: payment.StateAuthorizing, ClientSecret: "pi_1_secret_x", NextAction: "use_stripe_sdk"}
+		}, 200, "PAYMENT_PENDING", "pi_1_secret_x"},
+		{"no secret once authorized", "alice", id, func(r *rig) {
+			p := pending
+			p.Payment = reservation.Authorized
+			r.res.byID[id] = p
+			r.pay.auth = payment.Authorization{State: payment.StateAuthorized, ClientSecret: "pi_1_secret_x"}
+		}, 200, "PAYMENT_PENDING", ""},
+		{"provider down still answers", "alice", id, func(r *rig) {
+			r.res.byID[id] = pending
+			r.pay.err = errBoom
+		}, 200, "PAYMENT_PENDING", ""},
+		{"someone else's reservation is not found", "bob", id, func(r *rig) { r.res.byID[id] = pending }, 404, "", ""},
+		{"malformed id", "alice", "r_UPPER", nil, 404, "", ""},
+		{"no authenticated customer", "", id, nil, 401, "", ""},
+		{"before the claim: pending", "alice", id, running("alice", sfntypes.ExecutionStatusRunning), 200, StatusPending, ""},
+		{"execution ended without a claim: rejected", "alice", id, running("alice", sfntypes.ExecutionStatusSucceeded), 200, StatusRejected, ""},
+		{"someone else's pending execution", "bob", id, running("alice", sfntypes.ExecutionStatusRunning), 404, "", ""},
+		{"nothing at all", "alice", id, nil, 404, "", ""},
+		{"store down", "alice", id, func(r *rig) { r.res.err = errBoom }, 500, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			if tc.setup != nil {
+				tc.setup(r)
+			}
+			resp := r.do(t, idReq("GET", tc.sub, tc.id))
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			if strings.Contains(resp.Body, "secret-token") {
+				t.Fatal("the task token leaked into the response")
+			}
+			if tc.wantStatus != 200 {
+				return
+			}
+			v := decode[ReservationStatus](t, resp)
+			if v.Status != tc.wantState || v.ClientSecret != tc.wantSecret || v.ReservationID != id {
+				t.Fatalf("view %+v", v)
+			}
+		})
+	}
+}
+
+func TestCancel(t *testing.T) {
+	id := ReservationID("alice", "k")
+	base := reservation.Reservation{ID: id, CustomerID: "alice", Inventory: reservation.PaymentPending,
+		Payment: reservation.Authorizing, TaskToken: "tok-1", Version: 3, HoldExpiresAt: testNow.Add(time.Minute)}
+	with := func(mut func(*reservation.Reservation)) func(*rig) {
+		return func(r *rig) {
+			res := base
+			if mut != nil {
+				mut(&res)
+			}
+			r.res.byID[id] = res
+		}
+	}
+	cases := []struct {
+		name         string
+		sub          string
+		setup        func(*rig)
+		wantStatus   int
+		wantCode     string
+		wantFailures int
+	}{
+		{"waiting for payment: the task fails with CustomerCanceled", "alice", with(nil), 202, "", 1},
+		{"repeated cancel after the wait closed", "alice", func(r *rig) {
+			with(nil)(r)
+			r.sfn.failErr = &sfntypes.TaskTimedOut{Message: aws.String("closed")}
+		}, 202, "", 1},
+		{"the payment won the race", "alice", func(r *rig) {
+			with(nil)(r)
+			confirmed := base
+			confirmed.Inventory, confirmed.Payment = reservation.Confirmed, reservation.Paid
+			r.res.after = &confirmed
+			r.sfn.failErr = &sfntypes.TaskDoesNotExist{Message: aws.String("gone")}
+		}, 409, "already_confirmed", 1},
+		{"confirmed", "alice", with(func(r *reservation.Reservation) { r.Inventory = reservation.Confirmed }), 409, "already_confirmed", 0},
+		{"already released", "alice", with(func(r *reservation.Reservation) { r.Inventory = reservation.Released }), 200, "", 0},
+		{"held, not yet waiting", "alice", with(func(r *reservation.Reservation) { r.Inventory, r.TaskToken = reservation.Held, "" }), 409, "not_ready", 0},
+		{"someone else's", "bob", with(nil), 404, "not_found", 0},
+		{"no authenticated customer", "", with(nil), 401, "unauthorized", 0},
+		{"step functions down", "alice", func(r *rig) {
+			with(nil)(r)
+			r.sfn.failErr = errBoom
+		}, 500, "internal", 1},
+		{"before the claim", "alice", func(r *rig) {
+			in, _ := json.Marshal(saga.Input{CustomerID: "alice"})
+			r.sfn.executions[executionARN(testMachine, id)] = &fakeExecution{input: string(in), status: sfntypes.ExecutionStatusRunning}
+		}, 409, "not_ready", 0},
+		{"nothing at all", "alice", nil, 404, "not_found", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			if tc.setup != nil {
+				tc.setup(r)
+			}
+			resp := r.do(t, idReq("DELETE", tc.sub, id))
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			if tc.wantCode != "" {
+				if e := decode[Error](t, resp); e.Code != tc.wantCode {
+					t.Fatalf("code %q", e.Code)
+				}
+			}
+			if len(r.sfn.failures) != tc.wantFailures {
+				t.Fatalf("%d SendTaskFailure calls, want %d", len(r.sfn.failures), tc.wantFailures)
+			}
+			for _, f := range r.sfn.failures {
+				if aws.ToString(f.Error) != "CustomerCanceled" || aws.ToString(f.TaskToken) != "tok-1" {
+					t.Fatalf("SendTaskFailure %+v", f)
+				}
+			}
+			if tc.wantStatus == 409 && tc.wantCode == "not_ready" && resp.Headers["Retry-After"] == "" {
+				t.Fatal("not_ready without Retry-After")
+			}
+		})
+	}
+}
+
+func TestRouting(t *testing.T) {
+	r := newRig(t)
+	cases := []struct {
+		name string
+		req  events.APIGatewayProxyRequest
+		want int
+	}{
+		{"unknown path", events.APIGatewayProxyRequest{HTTPMethod: "GET", Path: "/nope"}, 404},
+		{"wrong method", events.APIGatewayProxyRequest{HTTPMethod: "PUT", Resource: ResourceReservation}, 405},
+		{"path only, no resource", func() events.APIGatewayProxyRequest {
+			q := postReq("alice", "ev1", "k", goodBody)
+			q.Resource, q.PathParameters = "", nil
+			return q
+		}(), 202},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if resp := r.do(t, tc.req); resp.StatusCode != tc.want {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+}
+
+func TestReservationID(t *testing.T) {
+	a, b := ReservationID("alice", "k"), ReservationID("alice", "k")
+	if a != b || !ValidReservationID(a) {
+		t.Fatalf("%q %q", a, b)
+	}
+	if ReservationID("alice", "k2") == a || ReservationID("bob", "k") == a {
+		t.Fatal("ids collide")
+	}
+	// The separator keeps "ab"+"c" apart from "a"+"bc".
+	if ReservationID("ab", "c") == ReservationID("a", "bc") {
+		t.Fatal("ids collide across the separator")
+	}
+	for _, bad := range []string{"", "r_", "x_" + a[2:], a + "a", strings.ToUpper(a)} {
+		if ValidReservationID(bad) {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+}
+
+func FuzzDecodeCreateRequest(f *testing.F) {
+	f.Add(goodBody)
+	f.Add(`{"seatIds":["A1","A1"]}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		req, e := DecodeCreateRequest(body, false, 5)
+		if e != nil {
+			if e.Status < 400 || e.Status > 499 || e.Code == "" {
+				t.Fatalf("bad error %+v", e)
+			}
+			return
+		}
+		if len(req.SeatIDs) == 0 || len(req.SeatIDs) > 5 || req.Amount <= 0 || len(req.Currency) != 3 || req.PaymentMethod == "" {
+			t.Fatalf("accepted invalid request %+v", req)
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/seatsaga/seatsaga/internal/inventory"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// Seat item attributes the catalog reads. state, reservationId, holdExpiresAt and version are
+// written by internal/inventory (same names, times in inventory.TimeLayout). The catalog
+// attributes are optional and written by whoever loads an event's seats:
+//
+//	onSaleFrom, onSaleUntil  RFC 3339 instants bounding the sale (absent: unbounded)
+//	priceMinor, currency     the seat's price in minor units (absent: the client's amount is used)
+const (
+	attrSeatState   = "state"
+	attrSeatVersion = "version"
+	AttrOnSaleFrom  = "onSaleFrom"
+	AttrOnSaleUntil = "onSaleUntil"
+	AttrPriceMinor  = "priceMinor"
+	AttrCurrency    = "currency"
+)
+
+// DynamoReader is the part of the DynamoDB API the catalog uses; *dynamodb.Client satisfies it.
+type DynamoReader interface {
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// DynamoCatalog answers the admission pre-check from the Seats table with eventually
+// consistent reads (half the cost of strong ones; the Claim step's conditional write decides).
+type DynamoCatalog struct {
+	Client DynamoReader
+	// Table is the deployed Seats table name.
+	Table string
+}
+
+// batchRounds bounds retries of unprocessed keys (throttling); what is left is an error.
+const batchRounds = 5
+
+// Seats implements SeatCatalog with one BatchGetItem (at most reservation.MaxSeatsPerTransaction
+// keys, under the 100-key limit).
+func (c *DynamoCatalog) Seats(ctx context.Context, eventID string, seatIDs []string) (map[string]CatalogSeat, error) {
+	keys := make([]map[string]types.AttributeValue, 0, len(seatIDs))
+	for _, id := range seatIDs {
+		keys = append(keys, map[string]types.AttributeValue{
+			tables.AttrSeatKey: &types.AttributeValueMemberS{Value: reservation.SeatKey(eventID, id)},
+		})
+	}
+	out := make(map[string]CatalogSeat, len(seatIDs))
+	request := map[string]types.KeysAndAttributes{c.Table: {Keys: keys}}
+	for round := 0; len(request) > 0; round++ {
+		if round == batchRounds {
+			return nil, fmt.Errorf("read seats of event %s: keys left unprocessed after %d rounds", eventID, batchRounds)
+		}
+		if round > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(round*round) * 20 * time.Millisecond):
+			}
+		}
+		resp, err := c.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+		if err != nil {
+			return nil, fmt.Errorf("read seats of event %s: %w", eventID, err)
+		}
+		for _, item := range resp.Responses[c.Table] {
+			cs, err := catalogSeatFromItem(item)
+			if err != nil {
+				return nil, fmt.Errorf("read seats of event %s: %w", eventID, err)
+			}
+			if cs.Seat.EventID == eventID {
+				out[cs.Seat.SeatID] = cs
+			}
+		}
+		request = resp.UnprocessedKeys
+	}
+	return out, nil
+}
+
+// EventExists implements SeatCatalog: an event exists iff the byEvent index has a seat for it.
+func (c *DynamoCatalog) EventExists(ctx context.Context, eventID string) (bool, error) {
+	out, err := c.Client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(c.Table),
+		IndexName:                 aws.String(tables.SeatsByEvent),
+		KeyConditionExpression:    aws.String("#e = :e"),
+		ExpressionAttributeNames:  map[string]string{"#e": tables.AttrEventID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberS{Value: eventID}},
+		Limit:                     aws.Int32(1),
+	})
+	if err != nil {
+		return false, fmt.Errorf("look up event %s: %w", eventID, err)
+	}
+	return len(out.Items) > 0, nil
+}
+
+func catalogSeatFromItem(item map[string]types.AttributeValue) (CatalogSeat, error) {
+	str := func(name string) string {
+		if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	num := func(name string) (int64, error) {
+		v, ok := item[name].(*types.AttributeValueMemberN)
+		if !ok {
+			return 0, nil
+		}
+		return strconv.ParseInt(v.Value, 10, 64)
+	}
+	var cs CatalogSeat
+	var err error
+	cs.Seat.EventID, cs.Seat.SeatID, cs.Seat.ReservationID = str(tables.AttrEventID), str(tables.AttrSeatID), str(tables.AttrReservationID)
+	if cs.Seat.State, err = reservation.ParseInventoryState(str(attrSeatState)); err != nil {
+		return cs, fmt.Errorf("seat %s: %w", str(tables.AttrSeatKey), err)
+	}
+	if v := str(tables.AttrHoldExpiresAt); v != "" {
+		if cs.Seat.HoldExpiresAt, err = time.Parse(inventory.TimeLayout, v); err != nil {
+			return cs, fmt.Errorf("seat %s: %s: %w", str(tables.AttrSeatKey), tables.AttrHoldExpiresAt, err)
+		}
+	}
+	if cs.Seat.Version, err = num(attrSeatVersion); err != nil {
+		return cs, fmt.Errorf("seat %s: version: %w", str(tables.AttrSeatKey), err)
+	}
+	for name, dst := range map[string]*time.Time{AttrOnSaleFrom: &cs.OnSaleFrom, AttrOnSaleUntil: &cs.OnSaleUntil} {
+		if v := str(name); v != "" {
+			if *dst, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return cs, fmt.Errorf("seat %s: %s: %w", str(tables.AttrSeatKey), name, err)
+			}
+		}
+	}
+	if cs.PriceMinor, err = num(AttrPriceMinor); err != nil {
+		return cs, fmt.Errorf("seat %s: %s: %w", str(tables.AttrSeatKey), AttrPriceMinor, err)
+	}
+	cs.Currency = str(AttrCurrency)
+	return cs, nil
+}

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+)
+
+// StepFunctions is the part of the Step Functions API the handler uses. *sfn.Client satisfies
+// it, against AWS or the local engine alike.
+type StepFunctions interface {
+	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, optFns ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
+	SendTaskFailure(ctx context.Context, in *sfn.SendTaskFailureInput, optFns ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error)
+}
+
+// ReservationReader reads a reservation by id. It returns an error matching
+// *reservation.NotFound when no reservation has the id (the Claim step has not written it yet,
+// or the buyer lost the race and nothing was ever written).
+type ReservationReader interface {
+	Get(ctx context.Context, reservationID string) (reservation.Reservation, error)
+}
+
+// SeatCatalog answers the admission pre-check from an eventually consistent read of the Seats
+// table. It may be stale in either direction; the Claim step's conditional write decides.
+type SeatCatalog interface {
+	// Seats returns the named seats of the event that exist, keyed by seat id.
+	Seats(ctx context.Context, eventID string, seatIDs []string) (map[string]CatalogSeat, error)
+	// EventExists reports whether the event has any seat at all.
+	EventExists(ctx context.Context, eventID string) (bool, error)
+}
+
+// CatalogSeat is what the pre-check needs to know about a seat.
+type CatalogSeat struct {
+	Seat reservation.Seat
+	// OnSaleFrom and OnSaleUntil bound when the seat may be sold; zero means unbounded.
+	OnSaleFrom, OnSaleUntil time.Time
+	// PriceMinor and Currency are the seat's price, when the catalog carries one (0/"" if not).
+	PriceMinor int64
+	Currency   string
+}
+
+// PaymentReader retrieves a payment so the owner's GET can hand the browser what it needs to
+// finish authentication (the client secret). Optional: without it GET omits clientSecret.
+type PaymentReader interface {
+	Retrieve(ctx context.Context, paymentIntentID string) (payment.Authorization, error)
+}

@@ -1,0 +1,216 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Limits on what a client may send. They keep every identifier safe inside a DynamoDB key
+// ({eventId}#{seatId}), a Step Functions execution name and a Stripe metadata value.
+const (
+	// MaxBodyBytes bounds a create request; ten seats fit in well under a kilobyte.
+	MaxBodyBytes = 16 << 10
+	// MaxIdempotencyKeyLen matches what Stripe accepts for its own keys' suffixes and keeps
+	// the derived values bounded.
+	MaxIdempotencyKeyLen = 64
+	// MaxIDLen bounds event and seat ids.
+	MaxIDLen = 64
+	// MaxPaymentMethodLen bounds a payment method reference (Stripe ids are ~30 characters).
+	MaxPaymentMethodLen = 255
+	// MaxAmount bounds the amount in minor units (one million in a two-decimal currency's
+	// major units times a hundred); anything larger is a client bug, not a ticket price.
+	MaxAmount int64 = 100_000_000_00
+)
+
+// CreateRequest is the body of POST /events/{eventId}/reservations.
+//
+// Price: the client states amount and currency, and the admission pre-check compares them
+// with the prices the seats carry when the Seats items have them (attributes priceMinor and
+// currency); a mismatch is refused. Without seat prices the stated amount is charged as is,
+// which suits the local stack and tests but not a production catalog.
+type CreateRequest struct {
+	SeatIDs       []string `json:"seatIds"`
+	Amount        int64    `json:"amount"`
+	Currency      string   `json:"currency"`
+	PaymentMethod string   `json:"paymentMethod"`
+}
+
+// Reservation ids look like r_ followed by 26 base32 characters.
+const reservationIDLen = 2 + 26
+
+var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// ReservationID derives the reservation id from the customer and the client's idempotency
+// key, so a retried POST names the same reservation and the same Step Functions execution.
+// The separator byte cannot occur in either part (both are validated printable text).
+func ReservationID(customer, idempotencyKey string) string {
+	sum := sha256.Sum256([]byte(customer + "\x00" + idempotencyKey))
+	return "r_" + lowerBase32.EncodeToString(sum[:])[:26]
+}
+
+// ValidReservationID reports whether id has the shape ReservationID produces, so a probe with
+// a malformed id is answered without touching any store.
+func ValidReservationID(id string) bool {
+	if len(id) != reservationIDLen || !strings.HasPrefix(id, "r_") {
+		return false
+	}
+	for _, c := range id[2:] {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// RequestHash fingerprints what a create request asks for, so the same idempotency key sent
+// with another body is told apart from a replay. Seat order does not change the request.
+func RequestHash(customer, eventID string, req CreateRequest) string {
+	seats := slices.Clone(req.SeatIDs)
+	slices.Sort(seats)
+	canonical, _ := json.Marshal(struct {
+		Customer      string   `json:"c"`
+		EventID       string   `json:"e"`
+		SeatIDs       []string `json:"s"`
+		Amount        int64    `json:"a"`
+		Currency      string   `json:"cur"`
+		PaymentMethod string   `json:"pm"`
+	}{customer, eventID, seats, req.Amount, req.Currency, req.PaymentMethod})
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// ValidateIdempotencyKey checks the Idempotency-Key header value.
+func ValidateIdempotencyKey(key string) *Error {
+	switch {
+	case key == "":
+		return badRequest("missing_idempotency_key", "the Idempotency-Key header is required")
+	case len(key) > MaxIdempotencyKeyLen:
+		return badRequest("invalid_idempotency_key", fmt.Sprintf("the Idempotency-Key header must be at most %d characters", MaxIdempotencyKeyLen))
+	case !printable(key):
+		return badRequest("invalid_idempotency_key", "the Idempotency-Key header must be printable ASCII without spaces")
+	}
+	return nil
+}
+
+// ValidateEventID checks the eventId path parameter.
+func ValidateEventID(id string) *Error {
+	if !validID(id) {
+		return badRequest("invalid_event_id", fmt.Sprintf("eventId must be 1 to %d characters of letters, digits, '-', '_' or '.'", MaxIDLen))
+	}
+	return nil
+}
+
+// DecodeCreateRequest parses and validates a create request body. maxSeats is the most seats
+// one reservation may hold (config MaxSeats). The returned request is normalised: currency in
+// lower case.
+func DecodeCreateRequest(body string, base64Encoded bool, maxSeats int) (CreateRequest, *Error) {
+	raw := []byte(body)
+	if base64Encoded {
+		decoded, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			return CreateRequest{}, badRequest("invalid_body", "the body is not valid base64")
+		}
+		raw = decoded
+	}
+	if len(raw) > MaxBodyBytes {
+		return CreateRequest{}, &Error{Status: 413, Code: "body_too_large", Message: fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes)}
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return CreateRequest{}, badRequest("invalid_json", "the body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var req CreateRequest
+	if err := dec.Decode(&req); err != nil {
+		return CreateRequest{}, jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return CreateRequest{}, badRequest("invalid_json", "the body must hold exactly one JSON object")
+	}
+	if e := validateCreate(&req, maxSeats); e != nil {
+		return CreateRequest{}, e
+	}
+	return req, nil
+}
+
+func validateCreate(req *CreateRequest, maxSeats int) *Error {
+	switch {
+	case len(req.SeatIDs) == 0:
+		return badRequest("no_seats", "seatIds must name at least one seat")
+	case len(req.SeatIDs) > maxSeats:
+		return badRequest("too_many_seats", fmt.Sprintf("seatIds may name at most %d seats", maxSeats))
+	}
+	seen := make(map[string]bool, len(req.SeatIDs))
+	for _, s := range req.SeatIDs {
+		if !validID(s) {
+			return badRequest("invalid_seat_id", fmt.Sprintf("each seat id must be 1 to %d characters of letters, digits, '-', '_' or '.'", MaxIDLen))
+		}
+		if seen[s] {
+			return badRequest("duplicate_seat", fmt.Sprintf("seat %q is named twice", s))
+		}
+		seen[s] = true
+	}
+	if req.Amount <= 0 || req.Amount > MaxAmount {
+		return badRequest("invalid_amount", fmt.Sprintf("amount must be a whole number of minor units from 1 to %d", MaxAmount))
+	}
+	cur := strings.ToLower(req.Currency)
+	if len(cur) != 3 || strings.Trim(cur, "abcdefghijklmnopqrstuvwxyz") != "" {
+		return badRequest("invalid_currency", "currency must be a three-letter ISO 4217 code")
+	}
+	req.Currency = cur
+	if req.PaymentMethod == "" || len(req.PaymentMethod) > MaxPaymentMethodLen || !printable(req.PaymentMethod) {
+		return badRequest("invalid_payment_method", fmt.Sprintf("paymentMethod must be 1 to %d printable characters without spaces", MaxPaymentMethodLen))
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a message that says what was wrong without echoing
+// the whole body back.
+func jsonError(err error) *Error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return badRequest("invalid_json", "the body is not valid JSON")
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return badRequest("invalid_json", "the body must be a JSON object")
+		}
+		return badRequest("invalid_field", fmt.Sprintf("field %q has the wrong type (want %s)", field, typ.Type))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return badRequest("unknown_field", strings.TrimPrefix(err.Error(), "json: ")+" is not accepted")
+	}
+	return badRequest("invalid_json", "the body is not valid JSON")
+}
+
+func validID(s string) bool {
+	if s == "" || len(s) > MaxIDLen {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// printable reports whether s is visible ASCII (no spaces, no control characters).
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

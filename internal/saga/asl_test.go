@@ -1,0 +1,528 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/asl"
+	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+)
+
+// These tests run statemachine/reservation.asl.json on the local engine (internal/asl) with
+// the real step handlers over the in-memory fakes and a fake clock: every path the ASL can
+// take, its state names and its transition count.
+
+const definitionPath = "../../statemachine/reservation.asl.json"
+
+func loadMachine(t testing.TB) *asl.StateMachine {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]string{}
+	for _, fn := range []string{"Claim", "Authorize", "Confirm", "Capture", "Compensate", "Reconcile"} {
+		values[fn+"FunctionArn"] = "arn:aws:lambda:us-east-1:000000000000:function:" + strings.ToLower(fn)
+	}
+	def, missing := asl.Substitute(raw, values)
+	if len(missing) > 0 {
+		t.Fatalf("unsubstituted: %v", missing)
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		t.Fatalf("the definition does not parse: %v", err)
+	}
+	return sm
+}
+
+// funcOf adapts a typed handler to an in-process Lambda function.
+func funcOf(handler any) asl.Func {
+	hv := reflect.ValueOf(handler)
+	inType := hv.Type().In(1)
+	return func(ctx context.Context, payload []byte) ([]byte, error) {
+		in := reflect.New(inType)
+		if err := json.Unmarshal(payload, in.Interface()); err != nil {
+			return nil, err
+		}
+		out := hv.Call([]reflect.Value{reflect.ValueOf(ctx), in.Elem()})
+		if err, _ := out[1].Interface().(error); err != nil {
+			return nil, err
+		}
+		return json.Marshal(out[0].Interface())
+	}
+}
+
+type aslRun struct {
+	*harness
+	t      testing.TB
+	clk    *clock.Fake
+	engine *asl.Engine
+	sm     *asl.StateMachine
+	funcs  *asl.FuncInvoker
+	mu     sync.Mutex
+	crash  map[string]int // function -> invocations to fail after running
+	execs  []*asl.Execution
+	// started and finished count invocations per function, so a test acts only once the
+	// authorize step has returned (as the provider's webhook would, after the payment moved).
+	started, finished map[string]int
+}
+
+func newASLRun(t testing.TB, policy reservation.LateSuccessPolicy) *aslRun {
+	h := newHarness(t, policy)
+	clk := clock.NewFake(h.now)
+	h.steps.Now = clk.Now
+	h.store.now = clk.Now
+	r := &aslRun{harness: h, t: t, clk: clk, sm: loadMachine(t), crash: map[string]int{},
+		started: map[string]int{}, finished: map[string]int{}}
+	r.funcs = asl.NewFuncInvoker(nil)
+	for name, handler := range h.steps.Handlers() {
+		f := funcOf(handler)
+		r.funcs.Register(name, func(ctx context.Context, payload []byte) ([]byte, error) {
+			r.mu.Lock()
+			r.started[name]++
+			r.mu.Unlock()
+			out, err := f(ctx, payload)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.finished[name]++
+			if r.crash[name] > 0 {
+				// The handler's effects happened; its answer is lost.
+				r.crash[name]--
+				return nil, &asl.FunctionError{Type: "Lambda.ServiceException", Message: "crashed after writing"}
+			}
+			return out, err
+		})
+	}
+	r.engine = asl.NewEngine(asl.Options{Clock: clk, Invoker: r.funcs, Jitter: func() float64 { return 0.5 }})
+	return r
+}
+
+func (r *aslRun) start(in Input) *asl.Execution {
+	r.t.Helper()
+	payload, _ := json.Marshal(in)
+	x, err := r.engine.Start(r.sm, asl.ExecutionSpec{ARN: "arn:exec:" + in.ReservationID, Name: in.ReservationID, Input: payload})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.execs = append(r.execs, x)
+	r.mu.Unlock()
+	return x
+}
+
+// waitFor polls (real time) until cond holds. While nothing happens for a while (the
+// engine is idle on a timer: a retry's backoff, a Wait state), it moves the fake clock to the
+// next timer; it never moves it while the engine is busy.
+func (r *aslRun) waitFor(what string, cond func() bool) {
+	r.t.Helper()
+	r.progress(what, cond)
+}
+
+func (r *aslRun) progress(what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	lastEvents, idleSince := -1, time.Now()
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting for %s", what)
+		}
+		events := r.events()
+		if events != lastEvents {
+			lastEvents, idleSince = events, time.Now()
+		} else if time.Since(idleSince) > 20*time.Millisecond && r.clk.Waiters() > 0 {
+			r.clk.AdvanceToNext()
+			idleSince = time.Now()
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// events counts history events over every execution this run started.
+func (r *aslRun) events() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, x := range r.execs {
+		n += len(x.History())
+	}
+	return n
+}
+
+func (r *aslRun) waitingWith(id string, payment reservation.PaymentState) string {
+	r.t.Helper()
+	var token string
+	r.waitFor("the authorize step to wait", func() bool {
+		res := r.store.get(id)
+		token = res.TaskToken
+		return token != "" && res.Payment == payment && r.engine.WaitingTasks() > 0 && r.authorizeIdle()
+	})
+	return token
+}
+
+// authorizeIdle reports whether every authorize invocation has returned.
+func (r *aslRun) authorizeIdle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started["authorize"] > 0 && r.started["authorize"] == r.finished["authorize"]
+}
+
+// finish advances the fake clock through retries and waits until the execution ends.
+func (r *aslRun) finish(x *asl.Execution) asl.Snapshot {
+	r.t.Helper()
+	r.progress("the execution to finish", func() bool {
+		select {
+		case <-x.Done():
+			return true
+		default:
+			return false
+		}
+	})
+	return x.Snapshot()
+}
+
+func path(x *asl.Execution) []string {
+	var names []string
+	for _, ev := range x.History() {
+		if strings.HasSuffix(ev.Type, "StateEntered") {
+			names = append(names, ev.Details["name"].(string))
+		}
+	}
+	return names
+}
+
+func (r *aslRun) expectPath(x *asl.Execution, want ...string) {
+	r.t.Helper()
+	if got := path(x); !slices.Equal(got, want) {
+		r.t.Fatalf("path %q\nwant %q", got, want)
+	}
+	if n := x.StateTransitions(); n != int64(len(want)) {
+		r.t.Fatalf("%d transitions for a path of %d states", n, len(want))
+	}
+}
+
+func (r *aslRun) reportAuthorized(id, token string) {
+	r.t.Helper()
+	r.webhookAuthorized(id)
+	out, _ := json.Marshal(PaymentOutcome{PaymentIntentID: r.store.get(id).PaymentIntentID, State: "AUTHORIZED"})
+	if err := r.engine.SendTaskSuccess(token, out); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func TestASLPaths(t *testing.T) {
+	t.Run("happy path: 5 transitions", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		r.reportAuthorized("r1", r.waitingWith("r1", reservation.Authorizing))
+		snap := r.finish(x)
+		if snap.Status != asl.StatusSucceeded {
+			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
+		}
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+		r.expectState("r1", reservation.Confirmed, reservation.Paid)
+		if r.pay.creates != 1 || r.pay.captures != 1 {
+			t.Fatalf("creates %d captures %d", r.pay.creates, r.pay.captures)
+		}
+	})
+	t.Run("race loser: 2 transitions", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		r.claim(input("winner", "", "A1"))
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		snap := r.finish(x)
+		if snap.Error != ErrSeatUnavailable {
+			t.Fatalf("%s %s", snap.Status, snap.Error)
+		}
+		r.expectPath(x, "Claim seats", "Rejected: seats taken")
+		if r.pay.creates != 0 {
+			t.Fatal("payment object created")
+		}
+	})
+	t.Run("declined card", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_card_declined", "A1"))
+		r.finish(x)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after decline", "Payment failed")
+		r.expectState("r1", reservation.Released, reservation.Canceled)
+		if r.pay.status("r1") != "canceled" {
+			t.Fatal(r.pay.status("r1"))
+		}
+	})
+	t.Run("decline reported by the webhook", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_3ds", "A1"))
+		token := r.waitingWith("r1", reservation.Authorizing)
+		if err := r.engine.SendTaskFailure(token, ErrPaymentDeclined, "authentication failed"); err != nil {
+			t.Fatal(err)
+		}
+		r.finish(x)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after decline", "Payment failed")
+		r.expectSeatOwner("A1", "")
+	})
+	t.Run("customer cancels while paying", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_3ds", "A1"))
+		token := r.waitingWith("r1", reservation.Authorizing)
+		if err := r.engine.SendTaskFailure(token, ErrCustomerCanceled, "DELETE /reservations/r1"); err != nil {
+			t.Fatal(err)
+		}
+		r.finish(x)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel", "Canceled by customer")
+		r.expectState("r1", reservation.Released, reservation.Canceled)
+	})
+	t.Run("3-D Secure never completed: hold expires", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_3ds", "A1"))
+		r.waitingWith("r1", reservation.Authorizing)
+		r.clk.Advance(10 * time.Minute)
+		r.finish(x)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Hold expired")
+		r.expectState("r1", reservation.Released, reservation.Canceled)
+		r.claim(input("r2", "", "A1"))
+	})
+	late := func(t *testing.T, policy reservation.LateSuccessPolicy, takeSeat bool) (*aslRun, *asl.Execution) {
+		r := newASLRun(t, policy)
+		x := r.start(input("r1", "pm_slow", "A1"))
+		r.waitingWith("r1", reservation.Authorizing)
+		r.clk.Advance(10 * time.Minute)
+		r.waitFor("the hold to be released", func() bool { return r.store.get("r1").Inventory == reservation.Released })
+		if takeSeat {
+			r.claim(input("r2", "", "A1"))
+		}
+		r.pay.force("r1", "requires_capture")
+		r.finish(x)
+		return r, x
+	}
+	t.Run("late success, seat free: reacquired and captured", func(t *testing.T) {
+		r, x := late(t, reservation.LateSuccessReacquire, false)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
+			"Wait before reconciling again", "Reconcile payment", "What did reconciliation find?", "Capture payment", "Confirmed")
+		r.expectState("r1", reservation.Confirmed, reservation.Paid)
+	})
+	t.Run("late success, seat taken: voided", func(t *testing.T) {
+		r, x := late(t, reservation.LateSuccessReacquire, true)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
+			"Wait before reconciling again", "Reconcile payment", "What did reconciliation find?", "Voided after late payment")
+		if r.pay.captures != 0 || r.pay.status("r1") != "canceled" {
+			t.Fatal("late payment not voided")
+		}
+	})
+	t.Run("late success, policy void", func(t *testing.T) {
+		r, x := late(t, reservation.LateSuccessVoid, false)
+		if p := path(x); p[len(p)-1] != "Voided after late payment" {
+			t.Fatalf("path %v", p)
+		}
+		r.expectState("r1", reservation.Released, reservation.Canceled)
+	})
+	t.Run("capture response lost: retried with the same key, one capture", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		r.pay.fail["capture"] = []error{&payment.Uncertain{Op: payment.OpCapture, Reason: "timeout"}}
+		r.pay.actAndFail["capture"] = true
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		r.reportAuthorized("r1", r.waitingWith("r1", reservation.Authorizing))
+		r.finish(x)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+		if r.pay.captures != 1 {
+			t.Fatalf("captures %d", r.pay.captures)
+		}
+	})
+	t.Run("capture refused: policy, seats released", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		token := r.waitingWith("r1", reservation.Authorizing)
+		r.pay.force("r1", "canceled") // authorization lapsed before capture
+		r.webhookAuthorized("r1")
+		out, _ := json.Marshal(PaymentOutcome{State: "AUTHORIZED"})
+		r.engine.SendTaskSuccess(token, out)
+		r.finish(x)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Capture failed")
+		r.expectState("r1", reservation.Released, reservation.Failed)
+	})
+	t.Run("provider down during reconcile: needs reconciliation, seat protected", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_3ds", "A1"))
+		r.waitingWith("r1", reservation.Authorizing)
+		down := &payment.Uncertain{Op: payment.OpRetrieve, Reason: "connection"}
+		r.pay.mu.Lock()
+		r.pay.fail["retrieve"] = []error{down, down, down}
+		r.pay.mu.Unlock()
+		r.clk.Advance(10 * time.Minute)
+		r.finish(x)
+		p := path(x)
+		if p[len(p)-1] != "Needs reconciliation" || x.StateTransitions() != 11 {
+			t.Fatalf("path %v (%d)", p, x.StateTransitions())
+		}
+		r.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+		if _, err := r.steps.Claim(context.Background(), State{Input: input("r2", "", "A1")}); err == nil {
+			t.Fatal("protected seat claimed")
+		}
+	})
+	t.Run("steps crash after writing: retried, no double effect", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		for _, fn := range []string{"claim", "confirm", "capture"} {
+			r.crash[fn] = 1
+		}
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		r.reportAuthorized("r1", r.waitingWith("r1", reservation.Authorizing))
+		snap := r.finish(x)
+		if snap.Status != asl.StatusSucceeded {
+			t.Fatalf("%s %s", snap.Status, snap.Error)
+		}
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+		if r.pay.captures != 1 || r.pay.creates != 1 {
+			t.Fatalf("captures %d creates %d", r.pay.captures, r.pay.creates)
+		}
+	})
+	t.Run("authorize crashes after writing: the retry's token is the one reported", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		r.crash["authorize"] = 1
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		r.waitFor("the first authorize to run", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.crash["authorize"] == 0
+		})
+		first := r.store.get("r1").TaskToken
+		// The retry's backoff runs on the fake clock: step it a second at a time until the
+		// retried invocation has recorded its own token.
+		r.waitFor("the retry to record a new token", func() bool {
+			if tok := r.store.get("r1").TaskToken; tok != first && r.engine.WaitingTasks() > 0 {
+				return true
+			}
+			r.clk.Advance(time.Second)
+			return false
+		})
+		r.reportAuthorized("r1", r.store.get("r1").TaskToken)
+		snap := r.finish(x)
+		if snap.Status != asl.StatusSucceeded || r.pay.creates != 1 {
+			t.Fatalf("%s %s creates %d", snap.Status, snap.Error, r.pay.creates)
+		}
+	})
+}
+
+// TestDefinitionPolicy reads the ASL as data and checks the rules the saga depends on: every
+// Lambda task retries Lambda service errors and the transient names with backoff and full
+// jitter; no Retry ever lists a definitive business outcome; the payment wait is one
+// waitForTaskToken state bounded by the hold; every error the steps route on is caught.
+func TestDefinitionPolicy(t *testing.T) {
+	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def struct {
+		States map[string]struct {
+			Type               string
+			Resource           string
+			Parameters         map[string]any
+			TimeoutSecondsPath string
+			Retry              []struct {
+				ErrorEquals     []string
+				IntervalSeconds int
+				MaxAttempts     int
+				BackoffRate     float64
+				JitterStrategy  string
+			}
+			Catch []struct {
+				ErrorEquals []string
+				Next        string
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &def); err != nil {
+		t.Fatal(err)
+	}
+	lambdaErrors := []string{"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException"}
+	neverRetried := []string{ErrSeatUnavailable, ErrPaymentDeclined, ErrCustomerCanceled, ErrCaptureFailed, ErrInvalidRequest, ErrHoldExpired, "States.ALL"}
+	caught := map[string]bool{}
+	waits := 0
+	for name, st := range def.States {
+		if st.Type != "Task" {
+			continue
+		}
+		retried := map[string]bool{}
+		for _, r := range st.Retry {
+			if r.JitterStrategy != "FULL" || r.BackoffRate < 2 || r.MaxAttempts < 1 || r.IntervalSeconds < 1 {
+				t.Errorf("%s: retrier %v lacks backoff with full jitter", name, r.ErrorEquals)
+			}
+			for _, e := range r.ErrorEquals {
+				retried[e] = true
+				if slices.Contains(neverRetried, e) {
+					t.Errorf("%s retries %s", name, e)
+				}
+			}
+		}
+		for _, e := range append(lambdaErrors, ErrTransientError, ErrTransactionConflict) {
+			if !retried[e] {
+				t.Errorf("%s does not retry %s", name, e)
+			}
+		}
+		for _, c := range st.Catch {
+			if _, ok := def.States[c.Next]; !ok {
+				t.Errorf("%s catches into unknown state %q", name, c.Next)
+			}
+			for _, e := range c.ErrorEquals {
+				caught[e] = true
+			}
+		}
+		if st.Resource == "arn:aws:states:::lambda:invoke.waitForTaskToken" {
+			waits++
+			payload, _ := st.Parameters["Payload"].(map[string]any)
+			if payload["taskToken.$"] != "$$.Task.Token" || st.Parameters["FunctionName"] != "${AuthorizeFunctionArn}" {
+				t.Errorf("%s: payload %v", name, st.Parameters)
+			}
+			if st.TimeoutSecondsPath != "$.hold.secondsLeft" {
+				t.Errorf("%s: the wait is not bounded by the hold", name)
+			}
+		} else if !strings.HasPrefix(st.Resource, "${") || !strings.HasSuffix(st.Resource, "FunctionArn}") {
+			t.Errorf("%s: resource %q is not a function ARN substitution", name, st.Resource)
+		}
+	}
+	if waits != 1 {
+		t.Errorf("%d waitForTaskToken states, want 1", waits)
+	}
+	for _, e := range []string{ErrSeatUnavailable, ErrPaymentDeclined, ErrCustomerCanceled, ErrHoldExpired, ErrCaptureFailed, ErrInvalidRequest, "States.Timeout"} {
+		if !caught[e] {
+			t.Errorf("nothing catches %s", e)
+		}
+	}
+}
+
+// BenchmarkHappyPath runs whole happy-path executions of the real definition on the local
+// engine with the real step handlers over the in-memory fakes: the saga's own overhead per
+// booking, without DynamoDB or the payment provider. It reports state transitions per booking.
+func BenchmarkHappyPath(b *testing.B) {
+	r := newASLRun(b, reservation.LateSuccessReacquire)
+	var transitions int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := "r" + strconv.Itoa(i)
+		in := input(id, "pm_card_visa", "S"+strconv.Itoa(i))
+		x := r.start(in)
+		var token string
+		for token == "" || r.engine.WaitingTasks() == 0 || !r.authorizeIdle() {
+			token = r.store.get(id).TaskToken
+			runtime.Gosched()
+		}
+		r.webhookAuthorized(id)
+		if err := r.engine.SendTaskSuccess(token, []byte(`{"state":"AUTHORIZED"}`)); err != nil {
+			b.Fatal(err)
+		}
+		<-x.Done()
+		if snap := x.Snapshot(); snap.Status != asl.StatusSucceeded {
+			b.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
+		}
+		transitions += x.StateTransitions()
+	}
+	b.ReportMetric(float64(transitions)/float64(b.N), "transitions/booking")
+}

@@ -1,0 +1,226 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+)
+
+// Authorize runs inside the waitForTaskToken state: it moves the live hold to PAYMENT_PENDING,
+// creates (or reuses) the reservation's PaymentIntent with the idempotency key
+// {reservationId}:authorize, records its id and this attempt's task token, and — when the
+// input carries a payment method — confirms it server-side. The state then waits for the
+// webhook's SendTaskSuccess/SendTaskFailure; what this returns is only logged.
+//
+// Re-running it (redelivery, a crash after a write, or a new state attempt with a new token)
+// finds the state already advanced, reuses the PaymentIntent and records the newest token.
+func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResult, error) {
+	in := ev.Input.Input
+	id := in.ReservationID
+	if ev.TaskToken == "" {
+		err := &InvalidRequest{Field: "taskToken", Problem: "is empty"}
+		s.outcome(ctx, "authorize", in, "invalid", err)
+		return AuthorizeResult{}, err
+	}
+	var auth payment.Authorization
+	for round := 0; round < maxRounds; round++ {
+		r, err := s.get(ctx, id)
+		if err != nil {
+			s.outcome(ctx, "authorize", in, "error", err)
+			return AuthorizeResult{}, err
+		}
+		now := s.now()
+		switch {
+		case r.Inventory == reservation.Held && r.Payment == reservation.NotStarted:
+			if !r.HoldLive(now) {
+				err := &HoldExpired{ReservationID: id, Detail: "the hold lapsed before payment started"}
+				s.outcome(ctx, "authorize", in, "hold_expired", err)
+				return AuthorizeResult{}, err
+			}
+			_, err = s.Store.StartPayment(ctx, id, reservation.GuardOf(r))
+
+		case r.Inventory == reservation.PaymentPending && r.Payment == reservation.NotStarted:
+			auth, err = s.createAuthorization(ctx, in, r)
+			if err != nil {
+				s.outcome(ctx, "authorize", in, outcomeName(err), err)
+				return AuthorizeResult{}, err
+			}
+			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
+				ReservationID: id, Guard: reservation.GuardOf(r),
+				Event: reservation.StartAuthorization, From: reservation.NotStarted,
+				PaymentIntentID: auth.PaymentIntentID, TaskToken: ev.TaskToken,
+			})
+
+		case r.Inventory == reservation.PaymentPending && r.Payment == reservation.Authorizing:
+			if r.TaskToken != ev.TaskToken {
+				// A new attempt of the state: the webhook must answer this attempt's token.
+				_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
+					ReservationID: id, Guard: reservation.GuardOf(r), TaskToken: ev.TaskToken,
+				})
+				break
+			}
+			if auth.PaymentIntentID == "" {
+				auth, err = s.createAuthorization(ctx, in, r)
+				if err != nil {
+					s.outcome(ctx, "authorize", in, outcomeName(err), err)
+					return AuthorizeResult{}, err
+				}
+			}
+			if err := s.confirmPaymentMethod(ctx, in, &auth); err != nil {
+				s.outcome(ctx, "authorize", in, outcomeName(err), err)
+				return AuthorizeResult{}, err
+			}
+			s.outcome(ctx, "authorize", in, "waiting", nil, "paymentIntentId", auth.PaymentIntentID, "providerStatus", auth.ProviderStatus)
+			return AuthorizeResult{ReservationID: id, PaymentIntentID: auth.PaymentIntentID, ProviderStatus: auth.ProviderStatus, Version: r.Version}, nil
+
+		case r.Inventory == reservation.PaymentPending && r.Payment == reservation.Authorized:
+			// The authorization already landed. A redelivery of the same attempt needs
+			// nothing: the webhook reports (or reported) to this token. A new attempt has a
+			// new token that no webhook will answer, so record it and report the success.
+			if r.TaskToken != ev.TaskToken {
+				if _, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r), TaskToken: ev.TaskToken}); err != nil {
+					break
+				}
+				if err := s.reportAuthorized(ctx, r, ev.TaskToken); err != nil {
+					s.outcome(ctx, "authorize", in, "error", err)
+					return AuthorizeResult{}, err
+				}
+			}
+			s.outcome(ctx, "authorize", in, "already_authorized", nil)
+			return AuthorizeResult{ReservationID: id, PaymentIntentID: r.PaymentIntentID, ProviderStatus: "requires_capture", Version: r.Version}, nil
+
+		case r.Payment == reservation.Failed:
+			err := &PaymentDeclined{ReservationID: id, Code: "failed", Detail: "the payment already failed"}
+			s.outcome(ctx, "authorize", in, "declined", err)
+			return AuthorizeResult{}, err
+
+		case r.Inventory == reservation.Released:
+			err := &HoldExpired{ReservationID: id, Detail: "the seats were released before payment started"}
+			s.outcome(ctx, "authorize", in, "hold_expired", err)
+			return AuthorizeResult{}, err
+
+		default:
+			err := &ConflictError{ReservationID: id, Detail: string(r.Inventory) + "/" + string(r.Payment) + " cannot start a payment"}
+			s.outcome(ctx, "authorize", in, "error", err)
+			return AuthorizeResult{}, err
+		}
+		if err != nil {
+			routed := storeError(id, err)
+			if retryable(routed) {
+				continue
+			}
+			s.outcome(ctx, "authorize", in, outcomeName(routed), routed)
+			return AuthorizeResult{}, routed
+		}
+	}
+	err := &TransactionConflict{Detail: "reservation " + id + " kept changing under the authorize step"}
+	s.outcome(ctx, "authorize", in, "error", err)
+	return AuthorizeResult{}, err
+}
+
+func (s *Steps) createAuthorization(ctx context.Context, in Input, r reservation.Reservation) (payment.Authorization, error) {
+	auth, err := s.Payments.CreateOrReuseAuthorization(ctx, payment.AuthorizationRequest{
+		ReservationID: r.ID,
+		Amount:        r.Amount,
+		// Stripe spells currencies in lower case; the inventory may store them upper case.
+		Currency:        strings.ToLower(r.Currency),
+		PaymentIntentID: r.PaymentIntentID,
+		CorrelationID:   in.CorrelationID,
+	})
+	if err != nil {
+		return payment.Authorization{}, paymentError(r.ID, err)
+	}
+	return auth, nil
+}
+
+// confirmPaymentMethod confirms the input's payment method once the PaymentIntent still
+// needs one; attempt 1 has its own idempotency key, so a redelivery cannot confirm twice.
+func (s *Steps) confirmPaymentMethod(ctx context.Context, in Input, auth *payment.Authorization) error {
+	if in.PaymentMethod == "" {
+		return nil
+	}
+	switch auth.ProviderStatus {
+	case "requires_payment_method", "requires_confirmation":
+	default:
+		return nil
+	}
+	if auth.LastDecline != nil {
+		return &PaymentDeclined{ReservationID: in.ReservationID, Code: auth.LastDecline.Code, Detail: auth.LastDecline.Error()}
+	}
+	next, err := s.Payments.Confirm(ctx, payment.ConfirmRequest{
+		ReservationID:   in.ReservationID,
+		PaymentIntentID: auth.PaymentIntentID,
+		PaymentMethod:   in.PaymentMethod,
+		Attempt:         1,
+	})
+	if err != nil {
+		return paymentError(in.ReservationID, err)
+	}
+	*auth = next
+	return nil
+}
+
+// paymentError maps a provider outcome to a routed error.
+func paymentError(id string, err error) error {
+	var (
+		declined  *payment.Declined
+		failed    *payment.Failed
+		uncertain *payment.Uncertain
+	)
+	switch {
+	case errors.As(err, &declined):
+		return &PaymentDeclined{ReservationID: id, Code: declined.Code, Detail: declined.Error()}
+	case errors.As(err, &failed):
+		return &PaymentDeclined{ReservationID: id, Code: failed.Code, Detail: failed.Error()}
+	case errors.As(err, &uncertain):
+		return &PaymentUncertain{ReservationID: id, Detail: uncertain.Error()}
+	}
+	return &PaymentUncertain{ReservationID: id, Detail: err.Error()}
+}
+
+// outcomeName names a routed error for the StepOutcome metric.
+func outcomeName(err error) string {
+	var (
+		seat      *SeatUnavailable
+		expired   *HoldExpired
+		declined  *PaymentDeclined
+		uncertain *PaymentUncertain
+		capture   *CaptureFailed
+		invalid   *InvalidRequest
+	)
+	switch {
+	case errors.As(err, &seat):
+		return "seat_unavailable"
+	case errors.As(err, &expired):
+		return "hold_expired"
+	case errors.As(err, &declined):
+		return "declined"
+	case errors.As(err, &uncertain):
+		return "uncertain"
+	case errors.As(err, &capture):
+		return "capture_failed"
+	case errors.As(err, &invalid):
+		return "invalid"
+	}
+	return "error"
+}
+
+// reportAuthorized completes this attempt's wait with the same output the webhook sends.
+func (s *Steps) reportAuthorized(ctx context.Context, r reservation.Reservation, token string) error {
+	if s.Tasks == nil {
+		return nil
+	}
+	out, err := json.Marshal(PaymentOutcome{PaymentIntentID: r.PaymentIntentID, State: string(r.Payment), Version: r.Version})
+	if err != nil {
+		return err
+	}
+	if err := s.Tasks.SendTaskSuccess(ctx, token, out); err != nil {
+		// The state retries the step; the next run reports again.
+		return &TransientError{Detail: "report the authorization to the waiting task: " + err.Error()}
+	}
+	return nil
+}

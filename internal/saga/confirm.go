@@ -1,0 +1,89 @@
+package saga
+
+import (
+	"context"
+
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+)
+
+// Confirm sells the seats: PAYMENT_PENDING -> CONFIRMED, with owner, version and the hold's
+// deadline in the write condition. If the webhook's report arrived (the state's $.payment)
+// before its own guarded write is visible, the provider's truth is recorded first. A hold that
+// lapsed ends in HoldExpired, which the ASL sends to reconciliation (the late-success policy).
+func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
+	in := st.Input
+	id := in.ReservationID
+	for round := 0; round < maxRounds; round++ {
+		r, err := s.get(ctx, id)
+		if err != nil {
+			s.outcome(ctx, "confirm", in, "error", err)
+			return Confirmation{}, err
+		}
+		switch {
+		case r.Inventory == reservation.Confirmed:
+			s.outcome(ctx, "confirm", in, "confirmed", nil, "version", r.Version)
+			return Confirmation{Version: r.Version}, nil
+
+		case r.Inventory != reservation.PaymentPending:
+			err := &ConflictError{ReservationID: id, Detail: "seats are " + string(r.Inventory) + ", not PAYMENT_PENDING"}
+			s.outcome(ctx, "confirm", in, "error", err)
+			return Confirmation{}, err
+
+		case !r.HoldLive(s.now()):
+			err := &HoldExpired{ReservationID: id, Detail: "the authorization arrived after the hold's deadline"}
+			s.outcome(ctx, "confirm", in, "hold_expired", err)
+			return Confirmation{}, err
+
+		case r.Payment == reservation.Authorizing || r.Payment == reservation.UnknownNeedsReconciliation:
+			// The state was told the payment is authorized; believe only the provider.
+			auth, err := s.Payments.Retrieve(ctx, r.PaymentIntentID)
+			if err != nil {
+				routed := paymentError(id, err)
+				s.outcome(ctx, "confirm", in, outcomeName(routed), routed)
+				return Confirmation{}, routed
+			}
+			if auth.State != payment.StateAuthorized {
+				err := &ConflictError{ReservationID: id, Detail: "the provider reports " + auth.ProviderStatus + ", not an authorization"}
+				s.outcome(ctx, "confirm", in, "error", err)
+				return Confirmation{}, err
+			}
+			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
+				ReservationID: id, Guard: reservation.GuardOf(r),
+				Event: reservation.AuthorizationOK, From: r.Payment, CaptureBefore: auth.CaptureBefore,
+			})
+			if err = s.storeStep(ctx, "confirm", in, err); err != nil {
+				return Confirmation{}, err
+			}
+
+		case r.Payment == reservation.Authorized:
+			_, err := s.Store.Confirm(ctx, id, reservation.GuardOf(r))
+			if err = s.storeStep(ctx, "confirm", in, err); err != nil {
+				return Confirmation{}, err
+			}
+
+		default:
+			err := &ConflictError{ReservationID: id, Detail: "payment is " + string(r.Payment) + ", not AUTHORIZED"}
+			s.outcome(ctx, "confirm", in, "error", err)
+			return Confirmation{}, err
+		}
+	}
+	err := &TransactionConflict{Detail: "reservation " + id + " kept changing under the confirm step"}
+	s.outcome(ctx, "confirm", in, "error", err)
+	return Confirmation{}, err
+}
+
+// storeStep turns a write's error into nil (done, or lost a race: read again) or the routed
+// error the step returns, which it also counts.
+func (s *Steps) storeStep(ctx context.Context, step string, in Input, err error) error {
+	if err == nil {
+		return nil
+	}
+	routed := storeError(in.ReservationID, err)
+	if retryable(routed) {
+		s.log().DebugContext(ctx, "lost a race; reading again", "step", step, "reservationId", in.ReservationID, "error", err.Error())
+		return nil
+	}
+	s.outcome(ctx, step, in, outcomeName(routed), routed)
+	return routed
+}

@@ -1,0 +1,863 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+)
+
+type harness struct {
+	t     testing.TB
+	now   time.Time
+	store *fakeStore
+	pay   *fakePayments
+	mem   *metrics.Memory
+	steps *Steps
+}
+
+func newHarness(t testing.TB, policy reservation.LateSuccessPolicy) *harness {
+	t.Helper()
+	h := &harness{t: t, now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), pay: newFakePayments(), mem: metrics.NewMemory()}
+	clock := func() time.Time { return h.now }
+	h.store = newFakeStore(clock)
+	h.steps = &Steps{Store: h.store, Payments: h.pay, Now: clock, Metrics: h.mem, Policy: policy,
+		Hold: 10 * time.Minute, ReconcileAttempts: 3, ReconcileBackoff: 10 * time.Second,
+		Log: slog.New(slog.DiscardHandler)}
+	return h
+}
+
+func (h *harness) advance(d time.Duration) { h.now = h.now.Add(d) }
+
+func input(id, pm string, seats ...string) Input {
+	return Input{ReservationID: id, EventID: "ev1", SeatIDs: seats, CustomerID: "cus_" + id, Amount: 4200,
+		Currency: "eur", IdempotencyKey: "key-" + id, PaymentMethod: pm, CorrelationID: "corr-" + id}
+}
+
+func (h *harness) claim(in Input) Hold {
+	h.t.Helper()
+	hold, err := h.steps.Claim(context.Background(), State{Input: in})
+	if err != nil {
+		h.t.Fatalf("claim %s: %v", in.ReservationID, err)
+	}
+	return hold
+}
+
+func (h *harness) authorize(in Input, token string) error {
+	_, err := h.steps.Authorize(context.Background(), AuthorizeEvent{Input: State{Input: in}, TaskToken: token})
+	return err
+}
+
+// webhookAuthorized does what the webhook handler does on payment_intent.amount_capturable_updated.
+func (h *harness) webhookAuthorized(id string) {
+	h.t.Helper()
+	r := h.store.get(id)
+	if _, err := h.store.UpdatePayment(context.Background(), PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r),
+		Event: reservation.AuthorizationOK, From: reservation.Authorizing, CaptureBefore: h.now.Add(7 * 24 * time.Hour)}); err != nil {
+		h.t.Fatalf("webhook transition: %v", err)
+	}
+}
+
+func (h *harness) expectState(id string, inv reservation.InventoryState, pay reservation.PaymentState) {
+	h.t.Helper()
+	r := h.store.get(id)
+	if r.Inventory != inv || r.Payment != pay {
+		h.t.Fatalf("reservation %s is %s/%s, want %s/%s", id, r.Inventory, r.Payment, inv, pay)
+	}
+}
+
+func (h *harness) expectSeatOwner(seat, owner string) {
+	h.t.Helper()
+	if got := h.store.owner[seat]; got != owner {
+		h.t.Fatalf("seat %s owned by %q, want %q", seat, got, owner)
+	}
+}
+
+func wantErr[T error](t testing.TB, err error) T {
+	t.Helper()
+	var target T
+	if !errors.As(err, &target) {
+		t.Fatalf("error %v (%T), want %T", err, err, target)
+	}
+	if Routable(err) != error(target) {
+		t.Fatalf("routed error is wrapped: %T", err)
+	}
+	return target
+}
+
+func TestHappyPath(t *testing.T) {
+	h := newHarness(t, reservation.LateSuccessReacquire)
+	ctx := context.Background()
+	in := input("r1", "pm_card_visa", "A1", "A2")
+	hold := h.claim(in)
+	if hold.SecondsLeft != 600 || hold.Version != 1 {
+		t.Fatalf("hold %+v", hold)
+	}
+	if err := h.authorize(in, "tok1"); err != nil {
+		t.Fatal(err)
+	}
+	h.expectState("r1", reservation.PaymentPending, reservation.Authorizing)
+	if got := h.store.get("r1").TaskToken; got != "tok1" {
+		t.Fatalf("task token %q", got)
+	}
+	h.webhookAuthorized("r1")
+	if _, err := h.steps.Confirm(ctx, State{Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	capture, err := h.steps.Capture(ctx, State{Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if capture.AmountCaptured != 4200 {
+		t.Fatalf("captured %d", capture.AmountCaptured)
+	}
+	h.expectState("r1", reservation.Confirmed, reservation.Paid)
+	h.expectSeatOwner("A1", "r1")
+	if h.pay.creates != 1 || h.pay.captures != 1 {
+		t.Fatalf("creates %d captures %d", h.pay.creates, h.pay.captures)
+	}
+	// Every step re-run after success returns the same answer and moves no money.
+	if again, err := h.steps.Claim(ctx, State{Input: in}); err != nil || again.ReservationID != "r1" {
+		t.Fatalf("claim replay: %+v, %v", again, err)
+	}
+	if _, err := h.steps.Confirm(ctx, State{Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.steps.Capture(ctx, State{Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	if h.pay.captures != 1 {
+		t.Fatalf("captures %d after re-runs", h.pay.captures)
+	}
+	if n := h.mem.Get(MetricStepOutcome, metrics.Dim{Name: "step", Value: "capture"}, metrics.Dim{Name: "outcome", Value: "paid"}); n != 2 {
+		t.Fatalf("capture paid count %d", n)
+	}
+}
+
+func TestClaim(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(h *harness)
+		in    Input
+		check func(t *testing.T, h *harness, hold Hold, err error)
+	}{
+		{
+			name: "seat taken by another buyer",
+			setup: func(h *harness) {
+				h.claim(input("winner", "", "A1"))
+			},
+			in: input("loser", "", "A1", "A2"),
+			check: func(t *testing.T, h *harness, _ Hold, err error) {
+				su := wantErr[*SeatUnavailable](t, err)
+				if !slices.Equal(su.SeatIDs, []string{"A1"}) {
+					t.Fatalf("seats %v", su.SeatIDs)
+				}
+				if _, ok := h.store.res["loser"]; ok {
+					t.Fatal("loser reservation written")
+				}
+				h.expectSeatOwner("A2", "")
+				if h.pay.creates != 0 {
+					t.Fatal("payment object created for a loser")
+				}
+			},
+		},
+		{
+			name: "invalid request writes nothing",
+			in:   Input{ReservationID: "r1", EventID: "ev1", CustomerID: "c", Amount: -1, Currency: "eur", IdempotencyKey: "k"},
+			check: func(t *testing.T, h *harness, _ Hold, err error) {
+				wantErr[*InvalidRequest](t, err)
+				if len(h.store.res) != 0 {
+					t.Fatal("written")
+				}
+			},
+		},
+		{
+			name: "replay after a crash returns the same hold",
+			setup: func(h *harness) {
+				h.claim(input("r1", "", "A1"))
+				h.advance(time.Minute)
+			},
+			in: input("r1", "", "A1"),
+			check: func(t *testing.T, h *harness, hold Hold, err error) {
+				if err != nil || hold.Version != 1 || hold.SecondsLeft != 540 {
+					t.Fatalf("hold %+v err %v", hold, err)
+				}
+			},
+		},
+		{
+			name: "replay after the hold lapsed",
+			setup: func(h *harness) {
+				h.claim(input("r1", "", "A1"))
+				h.advance(11 * time.Minute)
+			},
+			in: input("r1", "", "A1"),
+			check: func(t *testing.T, _ *harness, _ Hold, err error) {
+				wantErr[*HoldExpired](t, err)
+			},
+		},
+		{
+			name: "store conflict is retryable",
+			setup: func(h *harness) {
+				h.store.fail["claim"] = &reservation.StaleVersion{ReservationID: "r1", Expected: 1}
+			},
+			in: input("r1", "", "A1"),
+			check: func(t *testing.T, _ *harness, _ Hold, err error) {
+				wantErr[*TransactionConflict](t, err)
+			},
+		},
+		{
+			name: "store failure is transient",
+			setup: func(h *harness) {
+				h.store.fail["claim"] = errBoom
+			},
+			in: input("r1", "", "A1"),
+			check: func(t *testing.T, _ *harness, _ Hold, err error) {
+				wantErr[*TransientError](t, err)
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			hold, err := h.steps.Claim(context.Background(), State{Input: tc.in})
+			tc.check(t, h, hold, err)
+		})
+	}
+}
+
+func TestAuthorize(t *testing.T) {
+	cases := []struct {
+		name  string
+		pm    string
+		setup func(h *harness, in Input)
+		check func(t *testing.T, h *harness, err error)
+	}{
+		{
+			name: "declined card",
+			pm:   "pm_card_declined",
+			check: func(t *testing.T, h *harness, err error) {
+				wantErr[*PaymentDeclined](t, err)
+				h.expectState("r1", reservation.PaymentPending, reservation.Authorizing)
+			},
+		},
+		{
+			name: "hold lapsed before payment",
+			setup: func(h *harness, _ Input) {
+				h.advance(10 * time.Minute)
+			},
+			check: func(t *testing.T, h *harness, err error) {
+				wantErr[*HoldExpired](t, err)
+				h.expectState("r1", reservation.Held, reservation.NotStarted)
+			},
+		},
+		{
+			name: "3-D Secure waits for the buyer",
+			pm:   "pm_3ds",
+			check: func(t *testing.T, h *harness, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.pay.status("r1") != "requires_action" {
+					t.Fatal(h.pay.status("r1"))
+				}
+			},
+		},
+		{
+			name: "new attempt stores the new token and reuses the PaymentIntent",
+			pm:   "pm_card_visa",
+			setup: func(h *harness, in Input) {
+				if err := h.authorize(in, "tok0"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, h *harness, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.pay.creates != 1 || h.store.get("r1").TaskToken != "tok1" {
+					t.Fatalf("creates %d token %q", h.pay.creates, h.store.get("r1").TaskToken)
+				}
+			},
+		},
+		{
+			name: "provider timeout is uncertain and a redelivery reuses the intent",
+			pm:   "pm_card_visa",
+			setup: func(h *harness, in Input) {
+				h.pay.fail["confirm"] = []error{&payment.Uncertain{Op: payment.OpConfirm, Reason: "timeout"}}
+				wantErr[*PaymentUncertain](h.t, h.authorize(in, "tok1"))
+			},
+			check: func(t *testing.T, h *harness, err error) {
+				if err != nil || h.pay.creates != 1 || h.pay.status("r1") != "requires_capture" {
+					t.Fatalf("err %v creates %d status %s", err, h.pay.creates, h.pay.status("r1"))
+				}
+			},
+		},
+		{
+			name: "crash after recording, before returning",
+			pm:   "pm_card_visa",
+			setup: func(h *harness, in Input) {
+				// The first run recorded PAYMENT_PENDING and the intent; its answer was lost.
+				if err := h.authorize(in, "tok1"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, h *harness, err error) {
+				if err != nil || h.pay.creates != 1 {
+					t.Fatalf("err %v creates %d", err, h.pay.creates)
+				}
+				h.expectState("r1", reservation.PaymentPending, reservation.Authorizing)
+			},
+		},
+		{
+			name: "empty task token",
+			setup: func(h *harness, in Input) {
+				wantErr[*InvalidRequest](h.t, h.authorize(in, ""))
+			},
+			check: func(t *testing.T, h *harness, err error) {},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			in := input("r1", tc.pm, "A1")
+			h.claim(in)
+			if tc.setup != nil {
+				tc.setup(h, in)
+			}
+			tc.check(t, h, h.authorize(in, "tok1"))
+		})
+	}
+}
+
+// authorized brings r1 to PAYMENT_PENDING/AUTHORIZED as the webhook would.
+func authorized(t *testing.T, h *harness, pm string) Input {
+	t.Helper()
+	in := input("r1", pm, "A1")
+	h.claim(in)
+	if err := h.authorize(in, "tok1"); err != nil {
+		t.Fatal(err)
+	}
+	h.webhookAuthorized("r1")
+	return in
+}
+
+func TestConfirm(t *testing.T) {
+	t.Run("hold lapsed", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := authorized(t, h, "pm_card_visa")
+		h.advance(10 * time.Minute)
+		_, err := h.steps.Confirm(context.Background(), State{Input: in})
+		wantErr[*HoldExpired](t, err)
+		h.expectState("r1", reservation.PaymentPending, reservation.Authorized)
+	})
+	t.Run("report arrived before the webhook's write: provider truth recorded", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := input("r1", "pm_card_visa", "A1")
+		h.claim(in)
+		if err := h.authorize(in, "tok1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.steps.Confirm(context.Background(), State{Input: in}); err != nil {
+			t.Fatal(err)
+		}
+		h.expectState("r1", reservation.Confirmed, reservation.Authorized)
+	})
+	t.Run("not authorized at the provider", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := input("r1", "pm_3ds", "A1")
+		h.claim(in)
+		if err := h.authorize(in, "tok1"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := h.steps.Confirm(context.Background(), State{Input: in})
+		wantErr[*ConflictError](t, err)
+	})
+	t.Run("crash after the write", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := authorized(t, h, "pm_card_visa")
+		first, err := h.steps.Confirm(context.Background(), State{Input: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := h.steps.Confirm(context.Background(), State{Input: in})
+		if err != nil || again != first {
+			t.Fatalf("%+v vs %+v, %v", again, first, err)
+		}
+	})
+}
+
+func TestCapture(t *testing.T) {
+	confirmed := func(t *testing.T, h *harness) Input {
+		in := authorized(t, h, "pm_card_visa")
+		if _, err := h.steps.Confirm(context.Background(), State{Input: in}); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	t.Run("response lost: retried with the same key, one capture", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := confirmed(t, h)
+		h.pay.fail["capture"] = []error{&payment.Uncertain{Op: payment.OpCapture, Reason: "timeout"}}
+		h.pay.actAndFail["capture"] = true
+		_, err := h.steps.Capture(context.Background(), State{Input: in})
+		wantErr[*PaymentUncertain](t, err)
+		h.expectState("r1", reservation.Confirmed, reservation.CapturePending)
+		if _, err := h.steps.Capture(context.Background(), State{Input: in}); err != nil {
+			t.Fatal(err)
+		}
+		h.expectState("r1", reservation.Confirmed, reservation.Paid)
+		if h.pay.captures != 1 {
+			t.Fatalf("captures %d", h.pay.captures)
+		}
+	})
+	t.Run("definitive failure: policy releases seats and notifies", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := confirmed(t, h)
+		h.pay.force("r1", "canceled") // the authorization lapsed at the provider
+		_, err := h.steps.Capture(context.Background(), State{Input: in})
+		wantErr[*CaptureFailed](t, err)
+		h.expectState("r1", reservation.Released, reservation.Failed)
+		h.expectSeatOwner("A1", "")
+		if !slices.Contains(h.store.events, "Release:capture_failed:notify") {
+			t.Fatalf("events %v", h.store.events)
+		}
+		_, err = h.steps.Capture(context.Background(), State{Input: in})
+		wantErr[*CaptureFailed](t, err)
+	})
+	t.Run("refusal while still capturable stays uncertain", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := confirmed(t, h)
+		h.pay.fail["capture"] = []error{&payment.Failed{Op: payment.OpCapture, Code: "rate_limit"}}
+		_, err := h.steps.Capture(context.Background(), State{Input: in})
+		wantErr[*PaymentUncertain](t, err)
+	})
+}
+
+func TestCompensate(t *testing.T) {
+	cases := []struct {
+		name        string
+		pm          string
+		reason      string
+		webhook     func(h *harness)
+		wantPayment reservation.PaymentState
+		wantPI      string
+		wantLabel   string
+	}{
+		{name: "decline recorded by the webhook", pm: "pm_card_declined", reason: ErrPaymentDeclined,
+			webhook: func(h *harness) {
+				r := h.store.get("r1")
+				h.store.UpdatePayment(context.Background(), PaymentUpdate{ReservationID: "r1", Guard: reservation.GuardOf(r), Event: reservation.PaymentDeclined, From: reservation.Authorizing})
+			},
+			wantPayment: reservation.Failed, wantPI: "canceled", wantLabel: "voided"},
+		{name: "decline answered synchronously", pm: "pm_card_declined", reason: ErrPaymentDeclined,
+			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
+		{name: "customer cancels after authorization", pm: "pm_card_visa", reason: ErrCustomerCanceled,
+			webhook:     func(h *harness) { h.webhookAuthorized("r1") },
+			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
+		{name: "customer cancels during 3-D Secure", pm: "pm_3ds", reason: ErrCustomerCanceled,
+			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			in := input("r1", tc.pm, "A1")
+			h.claim(in)
+			h.authorize(in, "tok1")
+			if tc.webhook != nil {
+				tc.webhook(h)
+			}
+			st := State{Input: in, Failure: &Failure{Error: tc.reason}}
+			res, err := h.steps.Compensate(context.Background(), st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Payment != tc.wantLabel || !res.SeatsReleased {
+				t.Fatalf("result %+v", res)
+			}
+			h.expectState("r1", reservation.Released, tc.wantPayment)
+			h.expectSeatOwner("A1", "")
+			if got := h.pay.status("r1"); got != tc.wantPI {
+				t.Fatalf("intent %s", got)
+			}
+			// A re-run changes nothing and cancels nothing twice.
+			cancels := h.pay.cancels
+			if _, err := h.steps.Compensate(context.Background(), st); err != nil {
+				t.Fatal(err)
+			}
+			if h.pay.cancels != cancels {
+				t.Fatal("canceled twice")
+			}
+			if h.mem.Total(MetricCompensationOutcome) == 0 {
+				t.Fatal("no compensation metric")
+			}
+		})
+	}
+	t.Run("provider down: uncertain, seats kept", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := authorized(t, h, "pm_card_visa")
+		h.pay.fail["cancel"] = []error{&payment.Uncertain{Op: payment.OpCancel, Reason: "timeout"}}
+		_, err := h.steps.Compensate(context.Background(), State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}})
+		wantErr[*PaymentUncertain](t, err)
+		h.expectState("r1", reservation.PaymentPending, reservation.Authorized)
+	})
+	t.Run("claim never landed", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		res, err := h.steps.Compensate(context.Background(), State{Input: input("ghost", "", "A1"), Failure: &Failure{Error: ErrHoldExpired}})
+		if err != nil || res.SeatsReleased {
+			t.Fatalf("%+v %v", res, err)
+		}
+	})
+}
+
+func reconcile(t *testing.T, h *harness, st *State) ReconcileResult {
+	t.Helper()
+	res, err := h.steps.Reconcile(context.Background(), *st)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	st.Reconcile = &res
+	return res
+}
+
+func TestReconcile(t *testing.T) {
+	t.Run("3-D Secure never completed: at the deadline the intent is canceled and the seat freed", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := input("r1", "pm_3ds", "A1")
+		h.claim(in)
+		h.authorize(in, "tok1")
+		h.advance(10 * time.Minute)
+		st := State{Input: in, Failure: &Failure{Error: "States.Timeout"}}
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeExpired {
+			t.Fatalf("%+v", res)
+		}
+		h.expectState("r1", reservation.Released, reservation.Canceled)
+		if h.pay.status("r1") != "canceled" {
+			t.Fatal(h.pay.status("r1"))
+		}
+		h.claim(input("r2", "", "A1"))
+		h.expectSeatOwner("A1", "r2")
+	})
+
+	lateCase := func(t *testing.T, policy reservation.LateSuccessPolicy, takeSeat bool) (*harness, State) {
+		h := newHarness(t, policy)
+		in := input("r1", "pm_slow", "A1")
+		h.claim(in)
+		h.authorize(in, "tok1")
+		h.advance(10 * time.Minute)
+		st := State{Input: in, Failure: &Failure{Error: "States.Timeout"}}
+		res := reconcile(t, h, &st)
+		if res.Outcome != OutcomeRetry || res.RetryAfterSeconds != 10 {
+			t.Fatalf("processing: %+v", res)
+		}
+		h.expectState("r1", reservation.Released, reservation.Authorizing)
+		if takeSeat {
+			h.claim(input("r2", "", "A1"))
+		}
+		h.advance(10 * time.Second)
+		h.pay.force("r1", "requires_capture") // the late authorization
+		return h, st
+	}
+	t.Run("late success, seat still free: reacquired, then captured", func(t *testing.T) {
+		h, st := lateCase(t, reservation.LateSuccessReacquire, false)
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeCapture {
+			t.Fatalf("%+v", res)
+		}
+		h.expectState("r1", reservation.Confirmed, reservation.Authorized)
+		if _, err := h.steps.Capture(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+		h.expectState("r1", reservation.Confirmed, reservation.Paid)
+		h.expectSeatOwner("A1", "r1")
+	})
+	t.Run("late success, seat taken: voided and customer notified, no capture", func(t *testing.T) {
+		h, st := lateCase(t, reservation.LateSuccessReacquire, true)
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeVoided {
+			t.Fatalf("%+v", res)
+		}
+		h.expectState("r1", reservation.Released, reservation.Canceled)
+		h.expectSeatOwner("A1", "r2")
+		if h.pay.captures != 0 || h.pay.status("r1") != "canceled" {
+			t.Fatalf("captures %d status %s", h.pay.captures, h.pay.status("r1"))
+		}
+		if !slices.Contains(h.store.events, "PaymentVoid:late_payment:notify") {
+			t.Fatalf("events %v", h.store.events)
+		}
+	})
+	t.Run("late success, policy void", func(t *testing.T) {
+		h, st := lateCase(t, reservation.LateSuccessVoid, false)
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeVoided {
+			t.Fatalf("%+v", res)
+		}
+		h.expectState("r1", reservation.Released, reservation.Canceled)
+		h.expectSeatOwner("A1", "")
+	})
+	t.Run("authorized at the deadline with the seat still ours, policy void", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessVoid)
+		in := authorized(t, h, "pm_card_visa")
+		h.advance(10 * time.Minute)
+		st := State{Input: in, Failure: &Failure{Error: ErrHoldExpired}}
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeVoided {
+			t.Fatalf("%+v", res)
+		}
+		h.expectState("r1", reservation.Released, reservation.Canceled)
+		h.expectSeatOwner("A1", "")
+	})
+	t.Run("capture uncertain, provider captured: paid", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := authorized(t, h, "pm_card_visa")
+		h.steps.Confirm(context.Background(), State{Input: in})
+		h.pay.fail["capture"] = []error{&payment.Uncertain{Op: payment.OpCapture, Reason: "timeout"}}
+		h.pay.actAndFail["capture"] = true
+		h.steps.Capture(context.Background(), State{Input: in})
+		st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
+		if res := reconcile(t, h, &st); res.Outcome != OutcomePaid {
+			t.Fatalf("%+v", res)
+		}
+		h.expectState("r1", reservation.Confirmed, reservation.Paid)
+	})
+	t.Run("provider down: unknown, seats protected, bounded, then resolved", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := input("r1", "pm_3ds", "A1")
+		h.claim(in)
+		h.authorize(in, "tok1")
+		h.advance(10 * time.Minute)
+		down := &payment.Uncertain{Op: payment.OpRetrieve, Reason: "connection"}
+		h.pay.fail["retrieve"] = []error{down, down, down}
+		st := State{Input: in, Failure: &Failure{Error: "States.Timeout"}}
+		var outcomes []string
+		for i := 0; i < 3; i++ {
+			outcomes = append(outcomes, reconcile(t, h, &st).Outcome)
+		}
+		if strings.Join(outcomes, ",") != "retry,retry,unresolved" {
+			t.Fatalf("outcomes %v", outcomes)
+		}
+		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+		// Nobody else can take the seat while the money's fate is unknown.
+		if _, err := h.steps.Claim(context.Background(), State{Input: input("r2", "", "A1")}); err == nil {
+			t.Fatal("seat protected in reconciliation was claimed")
+		}
+		// The provider is back: the sweeper's pass settles it.
+		outcome, err := h.steps.Resolve(context.Background(), in)
+		if err != nil || outcome != OutcomeExpired {
+			t.Fatalf("resolve: %s %v", outcome, err)
+		}
+		h.expectState("r1", reservation.Released, reservation.Canceled)
+	})
+	t.Run("re-run of a settled reservation", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := authorized(t, h, "pm_card_visa")
+		h.steps.Confirm(context.Background(), State{Input: in})
+		h.steps.Capture(context.Background(), State{Input: in})
+		st := State{Input: in}
+		if res := reconcile(t, h, &st); res.Outcome != OutcomePaid || res.Attempt != 1 {
+			t.Fatalf("%+v", res)
+		}
+	})
+}
+
+func TestRoutable(t *testing.T) {
+	inner := &SeatUnavailable{ReservationID: "r1"}
+	wrapped := fmt.Errorf("claim: %w", inner)
+	if Routable(wrapped) != error(inner) {
+		t.Fatal("not unwrapped")
+	}
+	if Routable(errBoom) != errBoom || Routable(nil) != nil {
+		t.Fatal("passthrough")
+	}
+}
+
+type fakeTasks struct {
+	tokens []string
+	fail   error
+}
+
+func (f *fakeTasks) SendTaskSuccess(_ context.Context, token string, _ []byte) error {
+	if f.fail != nil {
+		return f.fail
+	}
+	f.tokens = append(f.tokens, token)
+	return nil
+}
+
+func TestAuthorizeRetryAfterAuthorization(t *testing.T) {
+	h := newHarness(t, reservation.LateSuccessReacquire)
+	tasks := &fakeTasks{}
+	h.steps.Tasks = tasks
+	in := authorized(t, h, "pm_card_visa") // the webhook answered tok1
+	// The same attempt redelivered: nothing to report.
+	if err := h.authorize(in, "tok1"); err != nil || len(tasks.tokens) != 0 {
+		t.Fatalf("redelivery: %v, reported %v", err, tasks.tokens)
+	}
+	// A new attempt after the first one crashed: its token is recorded and answered.
+	if err := h.authorize(in, "tok2"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tasks.tokens, []string{"tok2"}) || h.store.get("r1").TaskToken != "tok2" {
+		t.Fatalf("reported %v, stored %q", tasks.tokens, h.store.get("r1").TaskToken)
+	}
+	tasks.fail = errBoom
+	wantErr[*TransientError](t, h.authorize(in, "tok3"))
+	if h.pay.creates != 1 {
+		t.Fatalf("creates %d", h.pay.creates)
+	}
+}
+
+func TestReconcileDecisions(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name        string
+		pm          string
+		setup       func(h *harness, in Input)
+		attempt     int
+		wantOutcome string
+		wantInv     reservation.InventoryState
+		wantPay     reservation.PaymentState
+		wantPI      string
+	}{
+		{name: "buyer still paying within the hold", pm: "pm_3ds",
+			wantOutcome: OutcomeRetry, wantInv: reservation.PaymentPending, wantPay: reservation.Authorizing, wantPI: "requires_action"},
+		{name: "authorized within the hold, report lost: confirm, then capture", pm: "pm_card_visa",
+			wantOutcome: OutcomeCapture, wantInv: reservation.Confirmed, wantPay: reservation.Authorized, wantPI: "requires_capture"},
+		{name: "declined at the provider", pm: "pm_card_declined",
+			setup:       func(h *harness, _ Input) { h.advance(10 * time.Minute) },
+			wantOutcome: OutcomeFailed, wantInv: reservation.Released, wantPay: reservation.Failed, wantPI: "canceled"},
+		{name: "canceled at the provider", pm: "pm_3ds",
+			setup:       func(h *harness, _ Input) { h.pay.force("r1", "canceled") },
+			wantOutcome: OutcomeFailed, wantInv: reservation.Released, wantPay: reservation.Canceled, wantPI: "canceled"},
+		{name: "captured while the seats are confirmed", pm: "pm_card_visa",
+			setup: func(h *harness, in Input) {
+				h.webhookAuthorized("r1")
+				h.steps.Confirm(ctx, State{Input: in})
+				h.pay.fail["capture"] = []error{&payment.Uncertain{Op: payment.OpCapture, Reason: "timeout"}}
+				h.pay.actAndFail["capture"] = true
+				h.steps.Capture(ctx, State{Input: in})
+			},
+			wantOutcome: OutcomePaid, wantInv: reservation.Confirmed, wantPay: reservation.Paid, wantPI: "succeeded"},
+		{name: "captured after the hold lapsed: recorded, seats reacquired", pm: "pm_card_visa",
+			setup: func(h *harness, _ Input) {
+				h.webhookAuthorized("r1")
+				h.advance(10 * time.Minute)
+				h.pay.force("r1", "succeeded")
+			},
+			wantOutcome: OutcomePaid, wantInv: reservation.Confirmed, wantPay: reservation.Paid, wantPI: "succeeded"},
+		{name: "authorization lapsed after confirm: capture-failure policy", pm: "pm_card_visa",
+			setup: func(h *harness, in Input) {
+				h.webhookAuthorized("r1")
+				h.steps.Confirm(ctx, State{Input: in})
+				h.pay.force("r1", "canceled")
+			},
+			wantOutcome: OutcomeCaptureFailed, wantInv: reservation.Released, wantPay: reservation.Failed, wantPI: "canceled"},
+		{name: "refunded at the provider", pm: "pm_card_visa",
+			setup: func(h *harness, _ Input) {
+				h.webhookAuthorized("r1")
+				h.advance(10 * time.Minute)
+				h.pay.force("r1", "refunded")
+			},
+			wantOutcome: OutcomeVoided, wantInv: reservation.Released, wantPay: reservation.Refunded, wantPI: "succeeded"},
+		{name: "still processing when the attempts are spent", pm: "pm_slow", attempt: 2,
+			setup:       func(h *harness, _ Input) { h.advance(10 * time.Minute) },
+			wantOutcome: OutcomeUnresolved, wantInv: reservation.Released, wantPay: reservation.UnknownNeedsReconciliation, wantPI: "processing"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			in := input("r1", tc.pm, "A1")
+			h.claim(in)
+			h.authorize(in, "tok1")
+			if tc.setup != nil {
+				tc.setup(h, in)
+			}
+			st := State{Input: in, Reconcile: &ReconcileResult{Attempt: tc.attempt}}
+			res, err := h.steps.Reconcile(ctx, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != tc.wantOutcome {
+				t.Fatalf("outcome %+v, want %s", res, tc.wantOutcome)
+			}
+			h.expectState("r1", tc.wantInv, tc.wantPay)
+			if got := h.pay.status("r1"); got != tc.wantPI {
+				t.Fatalf("intent %s, want %s", got, tc.wantPI)
+			}
+			// A re-run (redelivery, or a crash before the answer) decides the same.
+			if tc.wantOutcome != OutcomeRetry && tc.wantOutcome != OutcomeCapture {
+				again, err := h.steps.Reconcile(ctx, st)
+				if err != nil || again.Outcome != tc.wantOutcome {
+					t.Fatalf("re-run: %+v %v", again, err)
+				}
+			}
+		})
+	}
+	t.Run("no payment ever started", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := input("r1", "", "A1")
+		h.claim(in)
+		h.advance(10 * time.Minute)
+		res, err := h.steps.Reconcile(ctx, State{Input: in})
+		if err != nil || res.Outcome != OutcomeExpired {
+			t.Fatalf("%+v %v", res, err)
+		}
+		h.expectState("r1", reservation.Released, reservation.NotStarted)
+	})
+	t.Run("store failure is transient", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := input("r1", "", "A1")
+		h.claim(in)
+		h.store.fail["get"] = errBoom
+		_, err := h.steps.Reconcile(ctx, State{Input: in})
+		wantErr[*TransientError](t, err)
+	})
+}
+
+func TestResolveForTheSweeper(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, reservation.LateSuccessReacquire)
+	in := authorized(t, h, "pm_card_visa")
+	h.steps.Confirm(ctx, State{Input: in})
+	down := &payment.Uncertain{Op: payment.OpRetrieve, Reason: "connection"}
+	h.pay.fail["retrieve"] = []error{down}
+	if outcome, err := h.steps.Resolve(ctx, in); err != nil || outcome != OutcomeRetry {
+		t.Fatalf("provider down: %s %v", outcome, err)
+	}
+	h.expectState("r1", reservation.Confirmed, reservation.UnknownNeedsReconciliation)
+	outcome, err := h.steps.Resolve(ctx, in)
+	if err != nil || outcome != OutcomePaid {
+		t.Fatalf("provider back: %s %v", outcome, err)
+	}
+	h.expectState("r1", reservation.Confirmed, reservation.Paid)
+	if h.pay.captures != 1 {
+		t.Fatalf("captures %d", h.pay.captures)
+	}
+}
+
+func TestCompensateRefundsCapturedMoney(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, reservation.LateSuccessReacquire)
+	in := authorized(t, h, "pm_card_visa")
+	h.steps.Confirm(ctx, State{Input: in})
+	if _, err := h.steps.Capture(ctx, State{Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.steps.Compensate(ctx, State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}})
+	if err != nil || res.Payment != "refunded" || !res.SeatsReleased {
+		t.Fatalf("%+v %v", res, err)
+	}
+	h.expectState("r1", reservation.Released, reservation.Refunded)
+	if h.pay.refunds != 1 {
+		t.Fatalf("refunds %d", h.pay.refunds)
+	}
+	if _, err := h.steps.Compensate(ctx, State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}}); err != nil || h.pay.refunds != 1 {
+		t.Fatalf("re-run refunded again: %v, refunds %d", err, h.pay.refunds)
+	}
+}

@@ -1,0 +1,414 @@
+// Package sweeper is the scheduled safety net behind the saga. It finds holds whose deadline
+// passed more than a grace period ago while their execution is gone, ended or stuck, and
+// payments left in UNKNOWN_NEEDS_RECONCILIATION, and settles them with the same guarded,
+// version-fenced writes the saga uses: a hold without a payment is expired directly, anything
+// with a PaymentIntent goes through the saga's own reconcile logic (provider truth first, never
+// a release on a guess). Racing a live saga is harmless: whoever writes first wins, the other's
+// conditional write changes nothing.
+//
+// Every run publishes the backlog an operator alarms on (metrics.Recorder) and returns it.
+package sweeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+)
+
+// Metric names the sweeper publishes each run (values, not increments: one data point per run).
+const (
+	MetricExpiredHoldsUnreleased            = "ExpiredHoldsUnreleased"
+	MetricExpiredHoldOldestAgeSeconds       = "ExpiredHoldOldestAgeSeconds"
+	MetricUnresolvedPayments                = "UnresolvedPayments"
+	MetricUnresolvedPaymentOldestAgeSeconds = "UnresolvedPaymentOldestAgeSeconds"
+	MetricReconciliationBacklog             = "ReconciliationBacklog"
+	MetricAuthorizationsNearCaptureDeadline = "AuthorizationsNearCaptureDeadline"
+	// MetricSweepActions counts what the sweeper did, dimension "action".
+	MetricSweepActions = "SweepActions"
+)
+
+// Backlog lists the reservations the sweeper looks at (internal/inventory's sparse indexes).
+type Backlog interface {
+	// ExpiredHolds lists HELD or PAYMENT_PENDING reservations whose deadline is before before.
+	ExpiredHolds(ctx context.Context, before time.Time, limit int) ([]reservation.Reservation, error)
+	// NeedingReconciliation lists reservations in UNKNOWN_NEEDS_RECONCILIATION since before.
+	NeedingReconciliation(ctx context.Context, before time.Time, limit int) ([]reservation.Reservation, error)
+}
+
+// Expirer gives back the seats of a lapsed hold that has no payment, fenced by state, owner
+// and version (internal/inventory's Store.Expire).
+type Expirer interface {
+	Expire(ctx context.Context, id string, from reservation.InventoryState, g reservation.Guard) (reservation.Reservation, error)
+}
+
+// Reconciler settles a reservation from the provider's truth: the saga's reconcile step run
+// outside the state machine (*saga.Steps satisfies it). It returns a saga.Outcome* value;
+// saga.OutcomeRetry and saga.OutcomeUnresolved mean the payment is still unknown.
+type Reconciler interface {
+	Resolve(ctx context.Context, in saga.Input) (string, error)
+}
+
+// Executions is the part of the Step Functions API the sweeper uses; *sfn.Client satisfies it.
+type Executions interface {
+	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, optFns ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
+}
+
+// Defaults for the optional settings.
+const (
+	DefaultBatch          = 200
+	DefaultConcurrency    = 8
+	DefaultStuckAfter     = time.Hour
+	DefaultCaptureWarning = 24 * time.Hour
+)
+
+// Deps is what the sweeper needs. Backlog, Expirer, Reconciler and SFN are required.
+type Deps struct {
+	Backlog    Backlog
+	Expirer    Expirer
+	Reconciler Reconciler
+	SFN        Executions
+	// StateMachineARN names executions of reservations that have not stored their ARN
+	// (executions are named by reservation id).
+	StateMachineARN string
+	// Grace is how long past its deadline a hold is left to the saga (config SweepGrace).
+	Grace time.Duration
+	// StuckAfter: an execution still RUNNING this long past the hold's deadline is treated as
+	// stuck and the sweeper acts anyway (its writes are fenced, so the race is harmless).
+	StuckAfter time.Duration
+	// CaptureWarning: an authorization that lapses within this is near its capture deadline.
+	CaptureWarning time.Duration
+	// Batch bounds how many reservations of each kind one run looks at; Concurrency how many
+	// it settles at a time (default DefaultConcurrency).
+	Batch       int
+	Concurrency int
+	Now         func() time.Time
+	Logger      *slog.Logger
+	Metrics     metrics.Recorder
+}
+
+// Sweeper runs sweeps.
+type Sweeper struct {
+	d Deps
+}
+
+// New checks deps and returns a Sweeper.
+func New(d Deps) (*Sweeper, error) {
+	switch {
+	case d.Backlog == nil:
+		return nil, errors.New("sweeper: Backlog is required")
+	case d.Expirer == nil:
+		return nil, errors.New("sweeper: Expirer is required")
+	case d.Reconciler == nil:
+		return nil, errors.New("sweeper: Reconciler is required")
+	case d.SFN == nil:
+		return nil, errors.New("sweeper: SFN is required")
+	}
+	if d.Grace < 0 {
+		d.Grace = 0
+	}
+	if d.StuckAfter <= 0 {
+		d.StuckAfter = DefaultStuckAfter
+	}
+	if d.CaptureWarning <= 0 {
+		d.CaptureWarning = DefaultCaptureWarning
+	}
+	if d.Batch <= 0 {
+		d.Batch = DefaultBatch
+	}
+	if d.Concurrency <= 0 {
+		d.Concurrency = DefaultConcurrency
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.Discard{}
+	}
+	return &Sweeper{d: d}, nil
+}
+
+// Result is what one sweep did and the backlog it left, as published.
+type Result struct {
+	// What the run did.
+	HoldsExamined    int `json:"holdsExamined"`
+	PaymentsExamined int `json:"paymentsExamined"`
+	Released         int `json:"released"`
+	Reconciled       int `json:"reconciled"`
+	// LeftToSaga counts reservations whose execution is still running and not stuck.
+	LeftToSaga int `json:"leftToSaga"`
+	// LostRaces counts fenced writes that found the reservation already moved (harmless).
+	LostRaces int `json:"lostRaces"`
+	Errors    int `json:"errors"`
+
+	// The backlog after the run.
+	ExpiredHoldsUnreleased            int   `json:"expiredHoldsUnreleased"`
+	ExpiredHoldOldestAgeSeconds       int64 `json:"expiredHoldOldestAgeSeconds"`
+	UnresolvedPayments                int   `json:"unresolvedPayments"`
+	UnresolvedPaymentOldestAgeSeconds int64 `json:"unresolvedPaymentOldestAgeSeconds"`
+	// ReconciliationBacklog is everything the sweeper still has to settle: unreleased expired
+	// holds plus unresolved payments.
+	ReconciliationBacklog             int `json:"reconciliationBacklog"`
+	AuthorizationsNearCaptureDeadline int `json:"authorizationsNearCaptureDeadline"`
+}
+
+// Handle is the Lambda entry point for the schedule's event (its content is not used).
+func (s *Sweeper) Handle(ctx context.Context, _ json.RawMessage) (Result, error) {
+	return s.Run(ctx)
+}
+
+// Run performs one sweep. It fails only when it cannot list the backlog; a reservation it
+// cannot settle is logged, counted in Errors and left for the next run. Reservations are
+// settled Concurrency at a time; each one's writes are fenced, so their order does not matter.
+func (s *Sweeper) Run(ctx context.Context) (Result, error) {
+	var res Result
+	now := s.d.Now().UTC()
+	holds, err := s.d.Backlog.ExpiredHolds(ctx, now.Add(-s.d.Grace), s.d.Batch)
+	if err != nil {
+		return res, fmt.Errorf("sweeper: list expired holds: %w", err)
+	}
+	unknown, err := s.d.Backlog.NeedingReconciliation(ctx, now, s.d.Batch)
+	if err != nil {
+		return res, fmt.Errorf("sweeper: list payments needing reconciliation: %w", err)
+	}
+	res.HoldsExamined, res.PaymentsExamined = len(holds), len(unknown)
+
+	// An expired hold whose payment is also unknown is on both lists: sweep it once, as a hold.
+	jobs := append([]reservation.Reservation(nil), holds...)
+	seen := make(map[string]bool, len(holds))
+	for _, r := range holds {
+		seen[r.ID] = true
+	}
+	for _, r := range unknown {
+		if !seen[r.ID] {
+			jobs = append(jobs, r)
+		}
+	}
+	outcomes := make([]outcome, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.d.Concurrency)
+	for i, r := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			outcomes[i] = s.sweep(ctx, r, now)
+		}()
+	}
+	wg.Wait()
+
+	var oldestHold, oldestPayment time.Time
+	for i, r := range jobs {
+		o := outcomes[i]
+		res.Released += b2i(o.released)
+		res.Reconciled += b2i(o.reconciled)
+		res.LeftToSaga += b2i(o.leftToSaga)
+		res.LostRaces += b2i(o.lostRace)
+		res.Errors += b2i(o.failed)
+		switch {
+		case o.settled:
+			continue
+		case o.stillUnknown:
+			res.UnresolvedPayments++
+			oldestPayment = earliest(oldestPayment, since(r))
+		default:
+			res.ExpiredHoldsUnreleased++
+			oldestHold = earliest(oldestHold, r.HoldExpiresAt)
+		}
+		if nearCaptureDeadline(r, now, s.d.CaptureWarning) {
+			res.AuthorizationsNearCaptureDeadline++
+		}
+	}
+	res.ExpiredHoldOldestAgeSeconds = ageSeconds(now, oldestHold)
+	res.UnresolvedPaymentOldestAgeSeconds = ageSeconds(now, oldestPayment)
+	res.ReconciliationBacklog = res.ExpiredHoldsUnreleased + res.UnresolvedPayments
+	s.publish(res)
+	s.d.Logger.InfoContext(ctx, "sweeper: run finished",
+		"holdsExamined", res.HoldsExamined, "paymentsExamined", res.PaymentsExamined,
+		"released", res.Released, "reconciled", res.Reconciled, "leftToSaga", res.LeftToSaga,
+		"lostRaces", res.LostRaces, "errors", res.Errors,
+		"expiredHoldsUnreleased", res.ExpiredHoldsUnreleased, "unresolvedPayments", res.UnresolvedPayments,
+		"reconciliationBacklog", res.ReconciliationBacklog)
+	return res, nil
+}
+
+// outcome is what sweeping one reservation did. settled: it left the backlog; stillUnknown:
+// its payment's fate is still unknown after this run.
+type outcome struct {
+	settled, stillUnknown                              bool
+	released, reconciled, leftToSaga, lostRace, failed bool
+}
+
+// sweep settles one reservation if its saga no longer does.
+func (s *Sweeper) sweep(ctx context.Context, r reservation.Reservation, now time.Time) outcome {
+	log := s.d.Logger.With("reservationId", r.ID, "correlationId", r.CorrelationID,
+		"inventory", string(r.Inventory), "payment", string(r.Payment))
+	unknown := r.Payment == reservation.UnknownNeedsReconciliation
+	running, err := s.running(ctx, r)
+	if err != nil {
+		log.ErrorContext(ctx, "sweeper: describe execution", "error", err.Error())
+		return outcome{failed: true, stillUnknown: unknown}
+	}
+	reference := r.HoldExpiresAt
+	if unknown && !r.ReconcileSince.IsZero() {
+		reference = r.ReconcileSince
+	}
+	if running && now.Sub(reference) < s.d.StuckAfter {
+		// The saga still owns it (e.g. its reconcile loop is waiting between attempts).
+		return outcome{leftToSaga: true, stillUnknown: unknown}
+	}
+
+	if r.PaymentIntentID == "" && r.HoldActive() && !unknown {
+		// No payment was ever started: nothing can be charged, the seats can simply go back.
+		_, err := s.d.Expirer.Expire(ctx, r.ID, r.Inventory, reservation.GuardOf(r))
+		switch {
+		case err == nil:
+			s.count("expired")
+			log.InfoContext(ctx, "sweeper: released an orphaned hold", "holdExpiresAt", r.HoldExpiresAt)
+			return outcome{settled: true, released: true}
+		case lostRace(err):
+			// Someone (the saga, a late confirm) moved it first; that write stands.
+			s.count("lost_race")
+			log.InfoContext(ctx, "sweeper: the reservation moved first", "error", err.Error())
+			return outcome{settled: true, lostRace: true}
+		}
+		var guard *reservation.GuardFailed
+		if !errors.As(err, &guard) {
+			log.ErrorContext(ctx, "sweeper: expire", "error", err.Error())
+			return outcome{failed: true}
+		}
+		// The payment moved meanwhile: reconcile below.
+	}
+
+	result, err := s.d.Reconciler.Resolve(ctx, inputOf(r))
+	if err != nil {
+		if lostRace(err) {
+			s.count("lost_race")
+			return outcome{lostRace: true, stillUnknown: unknown}
+		}
+		log.ErrorContext(ctx, "sweeper: reconcile", "error", err.Error())
+		return outcome{failed: true, stillUnknown: unknown}
+	}
+	s.count("reconcile_" + result)
+	log.InfoContext(ctx, "sweeper: reconciled", "outcome", result)
+	if result == saga.OutcomeRetry || result == saga.OutcomeUnresolved {
+		return outcome{stillUnknown: true}
+	}
+	return outcome{settled: true, reconciled: true}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// running reports whether the reservation's execution is still RUNNING. An execution that
+// does not exist (never started, or aged out of history) is not running.
+func (s *Sweeper) running(ctx context.Context, r reservation.Reservation) (bool, error) {
+	arn := r.ExecutionARN
+	if arn == "" {
+		if !strings.Contains(s.d.StateMachineARN, ":stateMachine:") {
+			return false, nil
+		}
+		arn = strings.Replace(s.d.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + r.ID
+	}
+	out, err := s.d.SFN.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+	var missing *sfntypes.ExecutionDoesNotExist
+	if errors.As(err, &missing) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return out.Status == sfntypes.ExecutionStatusRunning, nil
+}
+
+func (s *Sweeper) publish(res Result) {
+	m := s.d.Metrics
+	m.Count(MetricExpiredHoldsUnreleased, int64(res.ExpiredHoldsUnreleased))
+	m.Count(MetricExpiredHoldOldestAgeSeconds, res.ExpiredHoldOldestAgeSeconds)
+	m.Count(MetricUnresolvedPayments, int64(res.UnresolvedPayments))
+	m.Count(MetricUnresolvedPaymentOldestAgeSeconds, res.UnresolvedPaymentOldestAgeSeconds)
+	m.Count(MetricReconciliationBacklog, int64(res.ReconciliationBacklog))
+	m.Count(MetricAuthorizationsNearCaptureDeadline, int64(res.AuthorizationsNearCaptureDeadline))
+}
+
+func (s *Sweeper) count(action string) {
+	s.d.Metrics.Count(MetricSweepActions, 1, metrics.Dim{Name: "action", Value: action})
+}
+
+// inputOf rebuilds the execution input the saga's steps expect from the stored reservation.
+func inputOf(r reservation.Reservation) saga.Input {
+	return saga.Input{
+		ReservationID:  r.ID,
+		EventID:        r.EventID,
+		SeatIDs:        r.SeatIDs,
+		CustomerID:     r.CustomerID,
+		Amount:         r.Amount,
+		Currency:       strings.ToLower(r.Currency),
+		IdempotencyKey: r.IdempotencyKey,
+		RequestHash:    r.RequestHash,
+		CorrelationID:  r.CorrelationID,
+	}
+}
+
+func lostRace(err error) bool {
+	var (
+		stale *reservation.StaleVersion
+		state *reservation.UnexpectedState
+		live  *reservation.HoldStillLive
+		owner *reservation.NotOwner
+		tc    *saga.TransactionConflict
+	)
+	return errors.As(err, &stale) || errors.As(err, &state) || errors.As(err, &live) || errors.As(err, &owner) || errors.As(err, &tc)
+}
+
+func nearCaptureDeadline(r reservation.Reservation, now time.Time, warn time.Duration) bool {
+	if r.CaptureBefore.IsZero() {
+		return false
+	}
+	switch r.Payment {
+	case reservation.Authorized, reservation.CapturePending, reservation.UnknownNeedsReconciliation:
+		return r.CaptureBefore.Sub(now) < warn
+	}
+	return false
+}
+
+func since(r reservation.Reservation) time.Time {
+	if !r.ReconcileSince.IsZero() {
+		return r.ReconcileSince
+	}
+	return r.HoldExpiresAt
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+func ageSeconds(now, t time.Time) int64 {
+	if t.IsZero() || t.After(now) {
+		return 0
+	}
+	return int64(now.Sub(t) / time.Second)
+}

@@ -1,0 +1,294 @@
+package sweeper
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/seatsaga/seatsaga/internal/config"
+	"github.com/seatsaga/seatsaga/internal/ddblocal/ddbtest"
+	"github.com/seatsaga/seatsaga/internal/inventory"
+	"github.com/seatsaga/seatsaga/internal/outbox"
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/wiring"
+)
+
+// authorizedProvider is a payment provider whose every PaymentIntent is authorized and
+// captures and cancels cleanly; it counts captures.
+type authorizedProvider struct {
+	mu       sync.Mutex
+	captures int
+	cancels  int
+}
+
+func (p *authorizedProvider) auth(id string, st payment.State) payment.Authorization {
+	return payment.Authorization{PaymentIntentID: id, State: st, ProviderStatus: map[payment.State]string{
+		payment.StateAuthorized: "requires_capture", payment.StatePaid: "succeeded", payment.StateCanceled: "canceled"}[st]}
+}
+
+func (p *authorizedProvider) CreateOrReuseAuthorization(_ context.Context, req payment.AuthorizationRequest) (payment.Authorization, error) {
+	return p.auth(req.PaymentIntentID, payment.StateAuthorized), nil
+}
+func (p *authorizedProvider) Confirm(_ context.Context, req payment.ConfirmRequest) (payment.Authorization, error) {
+	return p.auth(req.PaymentIntentID, payment.StateAuthorized), nil
+}
+func (p *authorizedProvider) Retrieve(_ context.Context, id string) (payment.Authorization, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.captures > 0 {
+		return p.auth(id, payment.StatePaid), nil
+	}
+	return p.auth(id, payment.StateAuthorized), nil
+}
+func (p *authorizedProvider) Capture(_ context.Context, req payment.CaptureRequest) (payment.Authorization, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.captures = 1 // Idempotent by key: one capture however often asked.
+	return p.auth(req.PaymentIntentID, payment.StatePaid), nil
+}
+func (p *authorizedProvider) Cancel(_ context.Context, req payment.CancelRequest) (payment.Authorization, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cancels++
+	return p.auth(req.PaymentIntentID, payment.StateCanceled), nil
+}
+func (p *authorizedProvider) Refund(context.Context, payment.RefundRequest) (payment.Refund, error) {
+	return payment.Refund{}, fmt.Errorf("not expected")
+}
+
+type ddbRig struct {
+	env   *ddbtest.Env
+	clock *mutableClock
+	inv   *inventory.Store
+}
+
+type mutableClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *mutableClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *mutableClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+func newDDBRig(t *testing.T) *ddbRig {
+	t.Helper()
+	env := ddbtest.New(t)
+	c := &mutableClock{now: time.Now().UTC().Truncate(time.Millisecond)}
+	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ddbRig{env: env, clock: c, inv: inv}
+}
+
+func (r *ddbRig) sweeper(t *testing.T, now func() time.Time, provider saga.Payments) *Sweeper {
+	t.Helper()
+	cfg := config.Config{Tables: r.env.Names, Hold: 10 * time.Minute, MaxSeats: 10, LateSuccessPolicy: "reacquire"}
+	steps, err := wiring.NewSteps(cfg, wiring.SagaDeps{DynamoDB: r.env.Client, Payments: provider, Now: now,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.New(inventory.Config{Client: r.env.Client, Names: r.env.Names, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Deps{Backlog: inv, Expirer: inv, Reconciler: steps, SFN: &fakeSFN{}, StateMachineARN: machine,
+		Grace: 2 * time.Minute, Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (r *ddbRig) claim(t *testing.T, id string, seats ...string) reservation.Reservation {
+	t.Helper()
+	res, err := r.inv.Claim(context.Background(), reservation.ClaimRequest{ReservationID: id, CustomerID: "c-" + id,
+		EventID: "ev1", SeatIDs: seats, Amount: 100, Currency: "eur", HoldDuration: 10 * time.Minute, IdempotencyKey: "k-" + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Reservation
+}
+
+// outboxTypes lists the outbox event types written for a reservation.
+func (r *ddbRig) outboxTypes(t *testing.T, id string) map[outbox.Type]int {
+	t.Helper()
+	out, err := r.env.Client.Scan(context.Background(), &dynamodb.ScanInput{
+		TableName:                 aws.String(r.env.Names.Of(tables.OutboxTable)),
+		FilterExpression:          aws.String("#r = :r"),
+		ExpressionAttributeNames:  map[string]string{"#r": outbox.AttrReservationID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: id}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[outbox.Type]int{}
+	for _, item := range out.Items {
+		if v, ok := item[outbox.AttrType].(*types.AttributeValueMemberS); ok {
+			counts[outbox.Type(v.Value)]++
+		}
+	}
+	return counts
+}
+
+// TestSweeperReleasesOrphanedHoldOnDynamoDB: a hold whose execution is gone is released once,
+// however many sweepers run at the same time, and the next buyer can claim the seat.
+func TestSweeperReleasesOrphanedHoldOnDynamoDB(t *testing.T) {
+	r := newDDBRig(t)
+	ctx := context.Background()
+	if err := r.inv.CreateSeats(ctx, "ev1", []string{"A1", "A2"}); err != nil {
+		t.Fatal(err)
+	}
+	held := r.claim(t, "r_orphan", "A1")
+	later := held.HoldExpiresAt.Add(2*time.Minute + time.Second)
+	now := func() time.Time { return later }
+
+	var wg sync.WaitGroup
+	results := make([]Result, 3)
+	for i := range results {
+		s := r.sweeper(t, now, &authorizedProvider{})
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			res, err := s.Run(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res
+		}(i)
+	}
+	wg.Wait()
+	released := 0
+	for _, res := range results {
+		released += res.Released
+		if res.Errors != 0 {
+			t.Fatalf("errors: %+v", res)
+		}
+	}
+	if released != 1 {
+		t.Fatalf("released %d times: %+v", released, results)
+	}
+	got, err := r.inv.Get(ctx, "r_orphan")
+	if err != nil || got.Inventory != reservation.Released || got.Outcome != reservation.OutcomeExpired {
+		t.Fatalf("reservation %+v %v", got, err)
+	}
+	if n := r.outboxTypes(t, "r_orphan")[outbox.SeatsReleased]; n != 1 {
+		t.Fatalf("%d SeatsReleased events", n)
+	}
+	r.clock.Set(later)
+	if _, err := r.inv.Claim(ctx, reservation.ClaimRequest{ReservationID: "r_next", CustomerID: "bob", EventID: "ev1",
+		SeatIDs: []string{"A1"}, Amount: 100, Currency: "eur", HoldDuration: 10 * time.Minute, IdempotencyKey: "k"}); err != nil {
+		t.Fatalf("the next buyer cannot claim the released seat: %v", err)
+	}
+	s := r.sweeper(t, now, &authorizedProvider{})
+	if res, err := s.Run(ctx); err != nil || res.ReconciliationBacklog != 0 || res.Released != 0 {
+		t.Fatalf("second sweep %+v %v", res, err)
+	}
+}
+
+// TestSweeperRacingConfirmOnDynamoDB: the saga's Confirm (whose clock says the hold is still
+// live) races the sweeper (whose clock, skewed ahead, says it lapsed past the grace period) on
+// an authorized reservation. Whoever writes first wins; the seats end CONFIRMED exactly once,
+// the payment is captured at most once and never voided.
+func TestSweeperRacingConfirmOnDynamoDB(t *testing.T) {
+	r := newDDBRig(t)
+	ctx := context.Background()
+	const rounds = 4
+	seats := make([]string, rounds)
+	for i := range seats {
+		seats[i] = fmt.Sprintf("S%d", i)
+	}
+	if err := r.inv.CreateSeats(ctx, "ev1", seats); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < rounds; i++ {
+		id := fmt.Sprintf("r_race%d", i)
+		res := r.claim(t, id, seats[i])
+		res, err := r.inv.MarkPaymentPending(ctx, id, reservation.GuardOf(res), inventory.PaymentDetails{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err = r.inv.SetPaymentState(ctx, id, reservation.StartAuthorization, reservation.NotStarted, reservation.GuardOf(res),
+			inventory.PaymentDetails{PaymentIntentID: "pi_" + id, TaskToken: "tok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err = r.inv.SetPaymentState(ctx, id, reservation.AuthorizationOK, reservation.Authorizing, reservation.GuardOf(res), inventory.PaymentDetails{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		confirmAt := res.HoldExpiresAt.Add(-time.Second)
+		sweepAt := res.HoldExpiresAt.Add(2*time.Minute + time.Second)
+		confirmer, err := inventory.New(inventory.Config{Client: r.env.Client, Names: r.env.Names, Now: func() time.Time { return confirmAt }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		provider := &authorizedProvider{}
+		s := r.sweeper(t, func() time.Time { return sweepAt }, provider)
+
+		var wg sync.WaitGroup
+		var confirmErr error
+		var sweep Result
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if i%2 == 1 {
+				// Let the sweeper get ahead in every other round, so both orders are exercised.
+				time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+			}
+			_, confirmErr = confirmer.Confirm(ctx, id, reservation.GuardOf(res))
+		}()
+		go func() {
+			defer wg.Done()
+			var err error
+			if sweep, err = s.Run(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+
+		got, err := r.inv.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := r.outboxTypes(t, id)
+		t.Logf("round %d: confirm err=%v sweep=%+v final=%s/%s events=%v", i, confirmErr, sweep, got.Inventory, got.Payment, events)
+		if got.Inventory != reservation.Confirmed {
+			t.Fatalf("round %d: reservation ended %s/%s", i, got.Inventory, got.Payment)
+		}
+		if events[outbox.ReservationConfirmed]+events[outbox.SeatsReacquired] != 1 || events[outbox.SeatsReleased] != 0 || events[outbox.PaymentVoided] != 0 {
+			t.Fatalf("round %d: both won or a release slipped in: %v", i, events)
+		}
+		if confirmErr == nil && events[outbox.ReservationConfirmed] != 1 {
+			t.Fatalf("round %d: confirm reported success without its event: %v", i, events)
+		}
+		if provider.cancels != 0 {
+			t.Fatalf("round %d: the authorization was voided", i)
+		}
+		seat, ok, err := r.inv.GetSeat(ctx, "ev1", seats[i])
+		if err != nil || !ok || seat.State != reservation.Confirmed || seat.ReservationID != id {
+			t.Fatalf("round %d: seat %+v %v %v", i, seat, ok, err)
+		}
+	}
+}

@@ -1,0 +1,341 @@
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+)
+
+const machine = "arn:aws:states:us-east-1:000000000000:stateMachine:reservation"
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// fakeInventory lists and expires reservations with the domain's real guarded transitions.
+type fakeInventory struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	byID    map[string]reservation.Reservation
+	listErr error
+	// beforeExpire runs before an expire applies (a concurrent writer).
+	beforeExpire func(*fakeInventory, string)
+	expired      []string
+}
+
+func (f *fakeInventory) ExpiredHolds(_ context.Context, before time.Time, _ int) ([]reservation.Reservation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []reservation.Reservation
+	for _, r := range f.byID {
+		if r.HoldActive() && r.HoldExpiresAt.Before(before) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].HoldExpiresAt.Before(out[j].HoldExpiresAt) })
+	return out, nil
+}
+
+func (f *fakeInventory) NeedingReconciliation(_ context.Context, before time.Time, _ int) ([]reservation.Reservation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []reservation.Reservation
+	for _, r := range f.byID {
+		if r.Payment == reservation.UnknownNeedsReconciliation && r.ReconcileSince.Before(before) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ReconcileSince.Before(out[j].ReconcileSince) })
+	return out, nil
+}
+
+func (f *fakeInventory) Expire(_ context.Context, id string, from reservation.InventoryState, g reservation.Guard) (reservation.Reservation, error) {
+	if f.beforeExpire != nil {
+		f.beforeExpire(f, id)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next, err := f.byID[id].ApplyInventory(reservation.Expire, from, g, f.now())
+	if err != nil {
+		return next, err
+	}
+	f.byID[id] = next
+	f.expired = append(f.expired, id)
+	return next, nil
+}
+
+// fakeReconciler answers Resolve with a fixed outcome per reservation and applies its effect.
+type fakeReconciler struct {
+	mu       sync.Mutex
+	inv      *fakeInventory
+	outcomes map[string]string
+	err      error
+	calls    []saga.Input
+}
+
+func (f *fakeReconciler) Resolve(_ context.Context, in saga.Input) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, in)
+	if f.err != nil {
+		return "", f.err
+	}
+	outcome := f.outcomes[in.ReservationID]
+	f.inv.mu.Lock()
+	defer f.inv.mu.Unlock()
+	r := f.inv.byID[in.ReservationID]
+	switch outcome {
+	case saga.OutcomeRetry, saga.OutcomeUnresolved:
+		r.Payment = reservation.UnknownNeedsReconciliation
+		if r.ReconcileSince.IsZero() {
+			r.ReconcileSince = f.inv.now()
+		}
+	case saga.OutcomePaid:
+		r.Inventory, r.Payment, r.ReconcileSince = reservation.Confirmed, reservation.Paid, time.Time{}
+	default:
+		r.Inventory, r.Payment, r.ReconcileSince = reservation.Released, reservation.Canceled, time.Time{}
+	}
+	f.inv.byID[in.ReservationID] = r
+	return outcome, nil
+}
+
+type fakeSFN struct {
+	status map[string]sfntypes.ExecutionStatus
+	err    error
+}
+
+func (f *fakeSFN) DescribeExecution(_ context.Context, in *sfn.DescribeExecutionInput, _ ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	st, ok := f.status[aws.ToString(in.ExecutionArn)]
+	if !ok {
+		return nil, &sfntypes.ExecutionDoesNotExist{Message: aws.String("none")}
+	}
+	return &sfn.DescribeExecutionOutput{Status: st}, nil
+}
+
+func execARN(id string) string {
+	return "arn:aws:states:us-east-1:000000000000:execution:reservation:" + id
+}
+
+type rig struct {
+	now     time.Time
+	inv     *fakeInventory
+	rec     *fakeReconciler
+	sfn     *fakeSFN
+	metrics *metrics.Memory
+	s       *Sweeper
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	r := &rig{now: t0, sfn: &fakeSFN{status: map[string]sfntypes.ExecutionStatus{}}, metrics: metrics.NewMemory()}
+	now := func() time.Time { return r.now }
+	r.inv = &fakeInventory{now: now, byID: map[string]reservation.Reservation{}}
+	r.rec = &fakeReconciler{inv: r.inv, outcomes: map[string]string{}}
+	s, err := New(Deps{Backlog: r.inv, Expirer: r.inv, Reconciler: r.rec, SFN: r.sfn, StateMachineARN: machine,
+		Grace: 2 * time.Minute, Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: r.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s = s
+	return r
+}
+
+// hold adds a reservation whose hold ended ago before t0.
+func (r *rig) hold(id string, ago time.Duration, mut func(*reservation.Reservation)) {
+	res := reservation.Reservation{ID: id, CustomerID: "c", EventID: "ev1", SeatIDs: []string{"A1"}, Amount: 100, Currency: "EUR",
+		Inventory: reservation.Held, Payment: reservation.NotStarted, Version: 1, HoldExpiresAt: t0.Add(-ago)}
+	if mut != nil {
+		mut(&res)
+	}
+	r.inv.byID[id] = res
+}
+
+func paying(pi string) func(*reservation.Reservation) {
+	return func(r *reservation.Reservation) {
+		r.Inventory, r.Payment, r.PaymentIntentID, r.TaskToken, r.Version = reservation.PaymentPending, reservation.Authorizing, pi, "tok", 3
+	}
+}
+
+func TestSweep(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(*rig)
+		want  Result
+		// wantInventory/wantPayment of reservation "r1" after the run.
+		wantInventory reservation.InventoryState
+		wantPayment   reservation.PaymentState
+	}{
+		{name: "orphaned hold without payment: released", setup: func(r *rig) { r.hold("r1", 5*time.Minute, nil) },
+			want:          Result{HoldsExamined: 1, Released: 1},
+			wantInventory: reservation.Released, wantPayment: reservation.NotStarted},
+		{name: "execution ended: released", setup: func(r *rig) {
+			r.hold("r1", 5*time.Minute, nil)
+			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusAborted
+		}, want: Result{HoldsExamined: 1, Released: 1}, wantInventory: reservation.Released, wantPayment: reservation.NotStarted},
+		{name: "stored execution ARN is used", setup: func(r *rig) {
+			r.hold("r1", 5*time.Minute, func(res *reservation.Reservation) { res.ExecutionARN = "arn:custom" })
+			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning // would be left alone if used
+		}, want: Result{HoldsExamined: 1, Released: 1}, wantInventory: reservation.Released, wantPayment: reservation.NotStarted},
+		{name: "within the grace period: not listed", setup: func(r *rig) { r.hold("r1", time.Minute, nil) },
+			want: Result{}, wantInventory: reservation.Held, wantPayment: reservation.NotStarted},
+		{name: "saga still running: left to it, counted", setup: func(r *rig) {
+			r.hold("r1", 5*time.Minute, nil)
+			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning
+		}, want: Result{HoldsExamined: 1, LeftToSaga: 1, ExpiredHoldsUnreleased: 1, ExpiredHoldOldestAgeSeconds: 300, ReconciliationBacklog: 1},
+			wantInventory: reservation.Held, wantPayment: reservation.NotStarted},
+		{name: "saga running but stuck: released", setup: func(r *rig) {
+			r.hold("r1", 2*time.Hour, nil)
+			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning
+		}, want: Result{HoldsExamined: 1, Released: 1}, wantInventory: reservation.Released, wantPayment: reservation.NotStarted},
+		{name: "orphan with a PaymentIntent: reconciled, never released on a guess", setup: func(r *rig) {
+			r.hold("r1", 5*time.Minute, paying("pi_1"))
+			r.rec.outcomes["r1"] = saga.OutcomeExpired
+		}, want: Result{HoldsExamined: 1, Reconciled: 1}, wantInventory: reservation.Released, wantPayment: reservation.Canceled},
+		{name: "provider down: payment stays unknown, seats protected", setup: func(r *rig) {
+			r.hold("r1", 5*time.Minute, paying("pi_1"))
+			r.rec.outcomes["r1"] = saga.OutcomeRetry
+			// It entered the backlog when its hold lapsed, five minutes ago.
+		}, want: Result{HoldsExamined: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 300, ReconciliationBacklog: 1},
+			wantInventory: reservation.PaymentPending, wantPayment: reservation.UnknownNeedsReconciliation},
+		{name: "unknown payment, provider back: resolved", setup: func(r *rig) {
+			r.hold("r1", 20*time.Minute, func(res *reservation.Reservation) {
+				paying("pi_1")(res)
+				res.Payment, res.ReconcileSince = reservation.UnknownNeedsReconciliation, t0.Add(-10*time.Minute)
+			})
+			r.rec.outcomes["r1"] = saga.OutcomePaid
+		}, want: Result{HoldsExamined: 1, PaymentsExamined: 1, Reconciled: 1},
+			wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
+		{name: "unknown payment still unknown: oldest age from when it became unknown", setup: func(r *rig) {
+			r.hold("r1", 20*time.Minute, func(res *reservation.Reservation) {
+				paying("pi_1")(res)
+				res.Payment, res.ReconcileSince = reservation.UnknownNeedsReconciliation, t0.Add(-10*time.Minute)
+			})
+			r.rec.outcomes["r1"] = saga.OutcomeUnresolved
+		}, want: Result{HoldsExamined: 1, PaymentsExamined: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 600, ReconciliationBacklog: 1},
+			wantInventory: reservation.PaymentPending, wantPayment: reservation.UnknownNeedsReconciliation},
+		{name: "confirmed seats whose capture is unknown (not on the hold index)", setup: func(r *rig) {
+			r.hold("r1", time.Hour, func(res *reservation.Reservation) {
+				res.Inventory, res.Payment, res.PaymentIntentID = reservation.Confirmed, reservation.UnknownNeedsReconciliation, "pi_1"
+				res.ReconcileSince, res.CaptureBefore = t0.Add(-time.Hour), t0.Add(time.Hour)
+			})
+			r.rec.outcomes["r1"] = saga.OutcomeRetry
+		}, want: Result{PaymentsExamined: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 3600, ReconciliationBacklog: 1, AuthorizationsNearCaptureDeadline: 1},
+			wantInventory: reservation.Confirmed, wantPayment: reservation.UnknownNeedsReconciliation},
+		{name: "racing a late confirm: the confirm wins, the sweeper changes nothing", setup: func(r *rig) {
+			r.hold("r1", 5*time.Minute, nil)
+			r.inv.beforeExpire = func(f *fakeInventory, id string) {
+				f.mu.Lock()
+				res := f.byID[id]
+				res.Inventory, res.Payment, res.Version = reservation.Confirmed, reservation.Paid, res.Version+1
+				f.byID[id] = res
+				f.mu.Unlock()
+			}
+		}, want: Result{HoldsExamined: 1, LostRaces: 1}, wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
+		{name: "step functions unreachable: counted, left for the next run", setup: func(r *rig) {
+			r.hold("r1", 5*time.Minute, nil)
+			r.sfn.err = errors.New("connection refused")
+		}, want: Result{HoldsExamined: 1, Errors: 1, ExpiredHoldsUnreleased: 1, ExpiredHoldOldestAgeSeconds: 300, ReconciliationBacklog: 1},
+			wantInventory: reservation.Held, wantPayment: reservation.NotStarted},
+		{name: "reconcile fails: counted, left for the next run", setup: func(r *rig) {
+			r.hold("r1", 5*time.Minute, paying("pi_1"))
+			r.rec.err = &saga.TransientError{Detail: "store down"}
+		}, want: Result{HoldsExamined: 1, Errors: 1, ExpiredHoldsUnreleased: 1, ExpiredHoldOldestAgeSeconds: 300, ReconciliationBacklog: 1},
+			wantInventory: reservation.PaymentPending, wantPayment: reservation.Authorizing},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			tc.setup(r)
+			got, err := r.s.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("result\n got %+v\nwant %+v", got, tc.want)
+			}
+			res := r.inv.byID["r1"]
+			if res.Inventory != tc.wantInventory || res.Payment != tc.wantPayment {
+				t.Fatalf("r1 is %s/%s, want %s/%s", res.Inventory, res.Payment, tc.wantInventory, tc.wantPayment)
+			}
+			if v := r.metrics.Get(MetricReconciliationBacklog); v != int64(tc.want.ReconciliationBacklog) {
+				t.Fatalf("published backlog %d", v)
+			}
+			if v := r.metrics.Get(MetricExpiredHoldsUnreleased); v != int64(tc.want.ExpiredHoldsUnreleased) {
+				t.Fatalf("published expired holds %d", v)
+			}
+			for _, in := range r.rec.calls {
+				if in.ReservationID != "r1" || in.CustomerID != "c" || in.Currency != "eur" || len(in.SeatIDs) != 1 {
+					t.Fatalf("reconcile input %+v", in)
+				}
+			}
+		})
+	}
+}
+
+func TestSweepListingFails(t *testing.T) {
+	r := newRig(t)
+	r.inv.listErr = errors.New("throttled")
+	if _, err := r.s.Run(context.Background()); err == nil {
+		t.Fatal("no error")
+	}
+}
+
+// TestSweepIsIdempotent: a second run finds nothing left to do.
+func TestSweepIsIdempotent(t *testing.T) {
+	r := newRig(t)
+	r.hold("r1", 5*time.Minute, nil)
+	r.hold("r2", 10*time.Minute, paying("pi_2"))
+	r.rec.outcomes["r2"] = saga.OutcomeExpired
+	first, err := r.s.Run(context.Background())
+	if err != nil || first.Released != 1 || first.Reconciled != 1 || first.ReconciliationBacklog != 0 {
+		t.Fatalf("first run %+v %v", first, err)
+	}
+	second, err := r.s.Run(context.Background())
+	if err != nil || second != (Result{}) {
+		t.Fatalf("second run %+v %v", second, err)
+	}
+	if len(r.inv.expired) != 1 || len(r.rec.calls) != 1 {
+		t.Fatalf("expired %v, reconciled %d", r.inv.expired, len(r.rec.calls))
+	}
+}
+
+// TestSweepMany settles a backlog larger than the concurrency, mixed kinds, and counts every one.
+func TestSweepMany(t *testing.T) {
+	r := newRig(t)
+	for i := 0; i < 40; i++ {
+		id := "h" + strconv.Itoa(i)
+		if i%2 == 0 {
+			r.hold(id, time.Duration(i+3)*time.Minute, nil)
+			continue
+		}
+		r.hold(id, time.Duration(i+3)*time.Minute, paying("pi_"+id))
+		r.rec.outcomes[id] = map[bool]string{true: saga.OutcomeRetry, false: saga.OutcomeExpired}[i%4 == 1]
+	}
+	res, err := r.s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Result{HoldsExamined: 40, Released: 20, Reconciled: 10, UnresolvedPayments: 10, ReconciliationBacklog: 10,
+		UnresolvedPaymentOldestAgeSeconds: int64((37 + 3) * 60)}
+	if res != want {
+		t.Fatalf("result\n got %+v\nwant %+v", res, want)
+	}
+}

@@ -1,0 +1,22 @@
+// Command authorize is the saga's authorize step (statemachine/reservation.asl.json); its logic is
+// internal/saga's Authorize.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/seatsaga/seatsaga/internal/wiring"
+)
+
+func main() {
+	steps, err := wiring.LambdaSteps(context.Background())
+	if err != nil {
+		slog.Error("cold start failed", "function", "authorize", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(steps.AuthorizeHandler)
+}

@@ -1,0 +1,22 @@
+// Command claim is the saga's claim step (statemachine/reservation.asl.json); its logic is
+// internal/saga's Claim.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/seatsaga/seatsaga/internal/wiring"
+)
+
+func main() {
+	steps, err := wiring.LambdaSteps(context.Background())
+	if err != nil {
+		slog.Error("cold start failed", "function", "claim", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(steps.ClaimHandler)
+}

@@ -1,0 +1,22 @@
+// Command compensate is the saga's compensate step (statemachine/reservation.asl.json); its logic is
+// internal/saga's Compensate.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/seatsaga/seatsaga/internal/wiring"
+)
+
+func main() {
+	steps, err := wiring.LambdaSteps(context.Background())
+	if err != nil {
+		slog.Error("cold start failed", "function", "compensate", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(steps.CompensateHandler)
+}
