@@ -190,11 +190,17 @@ func (r *Recorder) write(dims []metrics.Dim, values map[string]int64) {
 		defs = append(defs, metricDefinition{Name: n, Unit: UnitCount})
 		line[n] = values[n]
 	}
+	// Besides the series per dimension set, every metric is also published with no dimensions,
+	// so that one alarm watches the total across functions, steps and operations.
+	dimensionSets := [][]string{dimNames}
+	if len(dimNames) > 0 {
+		dimensionSets = append(dimensionSets, []string{})
+	}
 	line["_aws"] = metadata{
 		Timestamp: r.now().UnixMilli(),
 		CloudWatchMetrics: []metricDirective{{
 			Namespace:  r.namespace,
-			Dimensions: [][]string{dimNames},
+			Dimensions: dimensionSets,
 			Metrics:    defs,
 		}},
 	}

@@ -80,7 +80,8 @@ func TestOneLinePerCount(t *testing.T) {
 	if first.AWS.Timestamp != fixed.UnixMilli() || d.Namespace != "Seatsaga" {
 		t.Fatalf("envelope %+v", first.AWS)
 	}
-	if !reflect.DeepEqual(d.Dimensions, [][]string{{"Service", "op"}}) {
+	// The dimensionless set is what the stack's alarms read: the total over every series.
+	if !reflect.DeepEqual(d.Dimensions, [][]string{{"Service", "op"}, {}}) {
 		t.Fatalf("dimensions %v", d.Dimensions)
 	}
 	if len(d.Metrics) != 1 || d.Metrics[0].Name != "ConditionalCheckFailed" || d.Metrics[0].Unit != "Count" {
@@ -89,7 +90,7 @@ func TestOneLinePerCount(t *testing.T) {
 	if first.fields["ConditionalCheckFailed"] != 2.0 || first.fields["op"] != "claim" || first.fields["Service"] != "claim" {
 		t.Fatalf("fields %v", first.fields)
 	}
-	if got := lines[1].AWS.CloudWatchMetrics[0].Dimensions; !reflect.DeepEqual(got, [][]string{{"Service"}}) {
+	if got := lines[1].AWS.CloudWatchMetrics[0].Dimensions; !reflect.DeepEqual(got, [][]string{{"Service"}, {}}) {
 		t.Fatalf("default dimensions only: %v", got)
 	}
 }
