@@ -1,0 +1,115 @@
+package stack
+
+import (
+	"strings"
+
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// suppression is one accepted cdk-nag finding: the rule, the resource path below the stack,
+// optionally the exact finding within the rule (appliesTo), and why it is accepted.
+type suppression struct {
+	path      string
+	rule      string
+	appliesTo []string
+	reason    string
+}
+
+// Suppressions lists every accepted finding for a stack of this shape. Each names one rule on
+// one resource; IAM5 ones also name the exact wildcard they accept.
+func (s *Seatsaga) Suppressions() []suppression {
+	var out []suppression
+	indexWildcard := func(logical string) string {
+		// The finding renders the table's ARN by its logical id, "<DataSeats1A2B3C4D.Arn>".
+		return `regex:/^Resource::<Data` + logical + `[0-9A-F]{8}\.Arn>\/index\/\*$/`
+	}
+	executionWildcard := `regex:/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.*:\*$/`
+	for _, name := range sortedKeys(s.Functions.ByName) {
+		f := s.Functions.ByName[name]
+		var applies []string
+		for _, logical := range []string{tables.SeatsTable, tables.ReservationsTable} {
+			if _, ok := f.Spec.Tables[logical]; ok && len(s.Data.Definition(logical).Indexes) > 0 {
+				applies = append(applies, indexWildcard(logical))
+			}
+		}
+		if len(applies) > 0 {
+			out = append(out, suppression{
+				path: "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5", appliesTo: applies,
+				reason: "DynamoDB grants cover the named table's own global secondary indexes (table/<name>/index/*); the index names are fixed in internal/tables and belong to that table only.",
+			})
+		}
+	}
+	for _, name := range sortedKeys(s.Functions.ByName) {
+		reason := "Only xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level permissions (X-Ray active tracing)."
+		if name == "relay" {
+			reason = "Only X-Ray trace writes and dynamodb:ListStreams (the stream event source's discovery call), which support no resource-level permissions."
+		}
+		out = append(out, suppression{
+			path: "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5",
+			appliesTo: []string{"Resource::*"}, reason: reason,
+		})
+	}
+	out = append(out, suppression{
+		path: "Workflow/Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5",
+		appliesTo: []string{"Resource::*"},
+		reason:    "Only X-Ray trace writes and the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends), none of which support resource-level permissions.",
+	})
+	for _, name := range []string{"api", "sweeper"} {
+		out = append(out, suppression{
+			path: "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5",
+			appliesTo: []string{executionWildcard},
+			reason:    "states:DescribeExecution on this state machine's executions only; execution names are reservation ids, unknown at deploy time.",
+		})
+	}
+	out = append(out,
+		suppression{path: "Api/RestApi/CloudWatchRole/Resource", rule: "AwsSolutions-IAM4",
+			appliesTo: []string{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"},
+			reason:    "API Gateway's account-level logging role; AmazonAPIGatewayPushToCloudWatchLogs is the policy AWS documents for it and API Gateway alone assumes the role."},
+		suppression{path: "Api/RestApi/Default/webhooks/stripe/POST/Resource", rule: "AwsSolutions-APIG4",
+			reason: "Stripe cannot present a customer token; the webhook function verifies the Stripe-Signature HMAC with the signing secret before acting on any event."},
+		suppression{path: "Api/RestApi/Default/webhooks/stripe/POST/Resource", rule: "AwsSolutions-COG4",
+			reason: "The Stripe webhook is called by Stripe, not by a customer; it is authenticated by its Stripe-Signature HMAC in code."},
+		suppression{path: "Api/RestApi/DeploymentStage." + s.stage + "/Resource", rule: "AwsSolutions-APIG3",
+			reason: "Stage throttling is the first admission layer; a WAF web ACL (rate-based rules) is an account-level choice the deployer can associate with the stage."},
+		suppression{path: "Secrets/StripeSecretKey/Resource", rule: "AwsSolutions-SMG4",
+			reason: "Stripe API keys are rolled in the Stripe dashboard, which Secrets Manager rotation cannot drive; the runbook in infra/README.md puts the new key here."},
+		suppression{path: "Secrets/StripeWebhookSecret/Resource", rule: "AwsSolutions-SMG4",
+			reason: "Webhook signing secrets are rolled in the Stripe dashboard, which Secrets Manager rotation cannot drive; the runbook in infra/README.md puts the new secret here."},
+		suppression{path: "Events/RelayDLQ/Resource", rule: "AwsSolutions-SQS3",
+			reason: "This queue is itself the dead-letter destination of the relay's stream event source."},
+		suppression{path: "Events/ConsumerDLQ/Resource", rule: "AwsSolutions-SQS3",
+			reason: "This queue is itself the dead-letter queue of the consumer's rule target and failed async invocations."},
+	)
+	if s.Api.Client != nil {
+		out = append(out,
+			suppression{path: "Api/UserPool/Resource", rule: "AwsSolutions-COG8",
+				reason: "The Plus feature plan is billed per monthly active user; deployers who want Cognito threat protection set userPoolArn to a pool on that plan."},
+			suppression{path: "Api/UserPool/Resource", rule: "AwsSolutions-COG2",
+				reason: "Buyers of a flash sale sign in once per sale; TOTP MFA is offered (optional) rather than required, with a 12-character password policy."},
+		)
+	}
+	return out
+}
+
+// addSuppressions attaches Suppressions to their resources by path.
+func addSuppressions(s *Seatsaga) {
+	for _, sup := range s.Suppressions() {
+		ps := &cdknag.NagPackSuppression{Id: jsii.String(sup.rule), Reason: jsii.String(sup.reason)}
+		if len(sup.appliesTo) > 0 {
+			var applies []interface{}
+			for _, a := range sup.appliesTo {
+				if rx, ok := strings.CutPrefix(a, "regex:"); ok {
+					applies = append(applies, &cdknag.RegexAppliesTo{Regex: jsii.String(rx)})
+				} else {
+					applies = append(applies, a)
+				}
+			}
+			ps.AppliesTo = &applies
+		}
+		cdknag.NagSuppressions_AddResourceSuppressionsByPath(s.Stack,
+			jsii.String("/"+*s.Stack.Node().Path()+"/"+sup.path), &[]*cdknag.NagPackSuppression{ps}, jsii.Bool(false))
+	}
+}

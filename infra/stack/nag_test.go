@@ -1,0 +1,62 @@
+package stack
+
+import (
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The app fails `cdk synth` on any unsuppressed AwsSolutions error; this test sees the same
+// findings without the CLI.
+func TestNoUnsuppressedAwsSolutionsErrors(t *testing.T) {
+	s := synthesized(t)
+	ann := assertions.Annotations_FromStack(s.stack.Stack)
+	found := ann.FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+	for _, m := range *found {
+		t.Errorf("cdk-nag error at %s: %v", *m.Id, m.Entry.Data)
+	}
+}
+
+// Warnings do not fail synthesis; the accepted ones are suppressed with reasons too, so any
+// warning here is new and needs a decision.
+func TestNoUnsuppressedAwsSolutionsWarnings(t *testing.T) {
+	s := synthesized(t)
+	ann := assertions.Annotations_FromStack(s.stack.Stack)
+	found := ann.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+	for _, m := range *found {
+		t.Errorf("cdk-nag warning at %s: %v", *m.Id, m.Entry.Data)
+	}
+}
+
+// Other shapes of the stack must pass the checks too: a production stage, and a stage that
+// authorizes against an existing user pool (so the stack creates none).
+func TestOtherStackShapesPassTheChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(p *Props)
+	}{
+		{"production", func(p *Props) { p.Stage = "prod" }},
+		{"imported user pool", func(p *Props) {
+			p.Stage = "shared"
+			p.Api.UserPoolArn = "arn:aws:cognito-idp:eu-west-1:111122223333:userpool/eu-west-1_Example"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := DefaultProps()
+			tc.mutate(&p)
+			s, err := synthesize(p, true)
+			if err != nil {
+				t.Fatalf("synthesis with cdk-nag failed: %v", err)
+			}
+			found := assertions.Annotations_FromStack(s.stack.Stack).FindError(jsii.String("*"),
+				assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+			for _, m := range *found {
+				t.Errorf("cdk-nag error at %s: %v", *m.Id, m.Entry.Data)
+			}
+			if p.Api.UserPoolArn != "" && len(s.ofType("AWS::Cognito::UserPool")) != 0 {
+				t.Error("a user pool was created although one was given")
+			}
+		})
+	}
+}
