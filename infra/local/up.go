@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/localstack"
+)
+
+// stackFile is what `up` writes so that `inspect` (another process) finds the running stack.
+type stackFile struct {
+	Endpoints       localstack.Endpoints `json:"endpoints"`
+	TablePrefix     string               `json:"tablePrefix"`
+	StateMachineARN string               `json:"stateMachineArn"`
+	// Admin serves the payment simulator's ledger (GET /ledger), which has no Stripe API.
+	Admin string `json:"admin"`
+}
+
+const defaultStackFile = "reports/local-stack.json"
+
+func runUp(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	seats := fs.Int("seats", 100, "seats of the event created at start")
+	eventID := fs.String("event", "demo-event", "event created at start")
+	customer := fs.String("customer", "customer-1", "customer the printed dev token is for")
+	scale := fs.Float64("scale", 1, "clock compression (1: wall clock)")
+	hold := fs.Duration("hold", 10*time.Minute, "hold duration in stack time")
+	statePath := fs.String("state", defaultStackFile, "where to write the endpoints for `inspect`")
+	logPath := fs.String("log", "reports/up.log", "file for the stack's JSON logs (empty: discard)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, closeLog, err := openLog(*logPath)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	cfg := localstack.Config{Hold: *hold, Logger: logger}
+	if *scale != 1 {
+		cfg.Clock = clock.NewScaled(clock.Real{}, *scale)
+		cfg.WebhookTolerance = time.Duration(*scale) * 5 * time.Minute
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	st, err := localstack.Start(startCtx, cfg)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ids, err := st.SeedEvent(ctx, *eventID, *seats)
+	if err != nil {
+		return err
+	}
+	admin, closeAdmin, err := serveAdmin(st)
+	if err != nil {
+		return err
+	}
+	defer closeAdmin()
+	if err := writeStackFile(*statePath, stackFile{Endpoints: st.Endpoints, TablePrefix: st.Names.Prefix,
+		StateMachineARN: st.StateMachineARN, Admin: admin}); err != nil {
+		return err
+	}
+	token, err := st.Token(*customer)
+	if err != nil {
+		return err
+	}
+	e := st.Endpoints
+	fmt.Printf(`seatsaga local stack is up (Ctrl-C stops it)
+
+  API (API Gateway)      %s
+  Step Functions         %s   state machine %s
+  Lambda                 %s
+  DynamoDB Local         %s   table prefix %q
+  payment simulator      %s
+  ledger (admin)         %s/ledger
+  logs                   %s
+  stack file             %s
+
+event %q has %d seats (%s … %s)
+
+dev token for %q (valid 24 h):
+  export TOKEN=%s
+
+book a seat:
+  curl -s -X POST %s/events/%s/reservations \
+    -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: my-first-booking" \
+    -H "Content-Type: application/json" \
+    -d '{"seatIds":["%s"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}'
+
+follow it (use the reservationId from the answer):
+  curl -s %s/reservations/<reservationId> -H "Authorization: Bearer $TOKEN"
+  go run ./infra/local inspect <reservationId>
+
+cancel while paying (e.g. with "paymentMethod":"pm_sim_threeDSecureAbandoned"):
+  curl -s -X DELETE %s/reservations/<reservationId> -H "Authorization: Bearer $TOKEN"
+`, e.API, e.StepFunctions, st.StateMachineARN, e.Lambda, e.DynamoDB, st.Names.Prefix, e.Payments, admin, *logPath, *statePath,
+		*eventID, len(ids), ids[0], ids[len(ids)-1], *customer, token,
+		e.API, *eventID, ids[0], e.API, e.API)
+	<-ctx.Done()
+	fmt.Println("\nstopping…")
+	return nil
+}
+
+func serveAdmin(st *localstack.Stack) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ledger", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(st.Payments.Ledger())
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+func writeStackFile(path string, s stackFile) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}

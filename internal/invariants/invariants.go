@@ -1,0 +1,502 @@
+// Package invariants checks, after a sale has settled, the promises seatsaga makes: no seat is
+// sold twice, nobody is charged for a seat they did not get, and no money or hold is forgotten.
+//
+// The checker works on a Snapshot, a plain-data picture of DynamoDB (seats, reservations,
+// outbox), the payment provider's ledger, the workflow engine's executions and the events the
+// relay published. Collect builds a Snapshot through narrow reader interfaces, so the rules
+// themselves are pure functions that tests feed with hand-built fixtures.
+package invariants
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Inventory states of seats and reservations (DESIGN.md §2).
+const (
+	Available      = "AVAILABLE"
+	Held           = "HELD"
+	PaymentPending = "PAYMENT_PENDING"
+	Confirmed      = "CONFIRMED"
+	Released       = "RELEASED"
+)
+
+// NeedsReconciliation is the payment state of a reservation whose payment outcome is unknown.
+const NeedsReconciliation = "UNKNOWN_NEEDS_RECONCILIATION"
+
+// Provider PaymentIntent statuses the rules look at.
+const (
+	// PIRequiresCapture is an open authorization: money held on the card, neither captured nor
+	// voided.
+	PIRequiresCapture = "requires_capture"
+)
+
+// Execution statuses as Step Functions reports them.
+const (
+	ExecRunning = "RUNNING"
+)
+
+// Rule names one invariant.
+type Rule string
+
+// The invariants.
+const (
+	// RuleSeatSingleOwner: no seat is owned by two reservations.
+	RuleSeatSingleOwner Rule = "seat-single-owner"
+	// RuleConfirmedOwnsSeats: every CONFIRMED reservation owns all its seats and each of them is
+	// CONFIRMED.
+	RuleConfirmedOwnsSeats Rule = "confirmed-owns-seats"
+	// RuleCaptureBelongsToConfirmed: every capture belongs to a CONFIRMED reservation or is
+	// refunded.
+	RuleCaptureBelongsToConfirmed Rule = "capture-belongs-to-confirmed"
+	// RuleNoOpenAuthorization: no authorization is left open on a released (or missing)
+	// reservation.
+	RuleNoOpenAuthorization Rule = "no-open-authorization-on-released"
+	// RuleNoStaleHold: no seat is HELD or PAYMENT_PENDING past its deadline plus grace unless its
+	// reservation is in the reconciliation backlog.
+	RuleNoStaleHold Rule = "no-stale-hold"
+	// RuleExecutionSettled: every execution finished, or its reservation is in the
+	// reconciliation backlog.
+	RuleExecutionSettled Rule = "execution-finished-or-backlogged"
+	// RuleOutboxPayloadStable: no outbox event is published twice with different payloads.
+	RuleOutboxPayloadStable Rule = "outbox-published-once-per-payload"
+	// RuleSoldEqualsCaptured: the number of sold seats equals the seats covered by captured
+	// payments net of refunds, and each confirmed reservation's net capture equals its amount.
+	RuleSoldEqualsCaptured Rule = "sold-equals-net-captured"
+)
+
+// Rules lists every invariant in the order the checker reports them.
+var Rules = []Rule{
+	RuleSeatSingleOwner, RuleConfirmedOwnsSeats, RuleCaptureBelongsToConfirmed,
+	RuleNoOpenAuthorization, RuleNoStaleHold, RuleExecutionSettled, RuleOutboxPayloadStable,
+	RuleSoldEqualsCaptured,
+}
+
+// Seat is one seat item.
+type Seat struct {
+	EventID       string
+	SeatID        string
+	State         string
+	ReservationID string
+	HoldExpiresAt time.Time
+	Version       int64
+}
+
+// Key is the seat's table key, {eventId}#{seatId}.
+func (s Seat) Key() string { return s.EventID + "#" + s.SeatID }
+
+// Reservation is one reservation item, reduced to what the rules need.
+type Reservation struct {
+	ID              string
+	EventID         string
+	SeatIDs         []string
+	State           string // inventory state
+	PaymentState    string
+	HoldExpiresAt   time.Time
+	Version         int64
+	Amount          int64
+	Currency        string
+	PaymentIntentID string
+	// InReconciliation is true when the reservation is in the reconciliation backlog: its
+	// payment state is UNKNOWN_NEEDS_RECONCILIATION or it carries a reconciliation record.
+	InReconciliation bool
+}
+
+// SeatKeys returns the table keys of the reservation's seats.
+func (r Reservation) SeatKeys() []string {
+	keys := make([]string, len(r.SeatIDs))
+	for i, s := range r.SeatIDs {
+		keys[i] = r.EventID + "#" + s
+	}
+	return keys
+}
+
+// Payment is the provider's ledger for one PaymentIntent.
+type Payment struct {
+	ReservationID   string
+	PaymentIntentID string
+	Status          string // provider status, e.g. requires_capture, succeeded, canceled
+	Amount          int64
+	Currency        string
+	Captured        int64
+	Refunded        int64
+}
+
+// Net is what the provider kept: captured minus refunded.
+func (p Payment) Net() int64 { return p.Captured - p.Refunded }
+
+// Execution is one workflow execution; Name is the reservation id.
+type Execution struct {
+	Name   string
+	ARN    string
+	Status string
+}
+
+// Publication is one event the relay put on the bus.
+type Publication struct {
+	EventID string
+	Payload []byte
+}
+
+// Snapshot is everything the rules read.
+type Snapshot struct {
+	// Now is the stack's clock at collection time; Grace is the sweeper's grace after a hold's
+	// deadline.
+	Now          time.Time
+	Grace        time.Duration
+	Seats        []Seat
+	Reservations []Reservation
+	Payments     []Payment
+	Executions   []Execution
+	Published    []Publication
+}
+
+// Violation is one broken promise, described so that an operator can look it up.
+type Violation struct {
+	Rule          Rule
+	ReservationID string
+	Seat          string
+	Detail        string
+}
+
+func (v Violation) String() string {
+	var b strings.Builder
+	b.WriteString(string(v.Rule))
+	if v.ReservationID != "" {
+		b.WriteString(" reservation=" + v.ReservationID)
+	}
+	if v.Seat != "" {
+		b.WriteString(" seat=" + v.Seat)
+	}
+	b.WriteString(": " + v.Detail)
+	return b.String()
+}
+
+// Verdict is the checker's answer.
+type Verdict struct {
+	Violations []Violation
+	// Counted is what the rules looked at, for the summary line.
+	Seats, Reservations, Payments, Executions, Published int
+	// SoldSeats is the number of CONFIRMED seat items; PaidSeats the seats covered by captured
+	// payments net of refunds (both outside the reconciliation backlog).
+	SoldSeats, PaidSeats int
+	// Backlog is how many reservations sit in the reconciliation backlog.
+	Backlog int
+}
+
+// OK reports whether every invariant holds.
+func (v Verdict) OK() bool { return len(v.Violations) == 0 }
+
+// ByRule counts violations per rule; every rule is present.
+func (v Verdict) ByRule() map[Rule]int {
+	out := make(map[Rule]int, len(Rules))
+	for _, r := range Rules {
+		out[r] = 0
+	}
+	for _, x := range v.Violations {
+		out[x.Rule]++
+	}
+	return out
+}
+
+// Broken reports whether rule has at least one violation.
+func (v Verdict) Broken(rule Rule) bool { return v.ByRule()[rule] > 0 }
+
+// String renders the verdict: one line when it passes, one line per violation otherwise.
+func (v Verdict) String() string {
+	var b strings.Builder
+	if v.OK() {
+		fmt.Fprintf(&b, "invariants: PASS (%d rules; %d seats, %d reservations, %d payments, %d executions, %d published events; sold %d = paid %d; backlog %d)",
+			len(Rules), v.Seats, v.Reservations, v.Payments, v.Executions, v.Published, v.SoldSeats, v.PaidSeats, v.Backlog)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "invariants: FAIL (%d violations)\n", len(v.Violations))
+	for _, x := range v.Violations {
+		b.WriteString("  " + x.String() + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// Check evaluates every rule against s.
+func Check(s Snapshot) Verdict {
+	v := Verdict{
+		Seats: len(s.Seats), Reservations: len(s.Reservations), Payments: len(s.Payments),
+		Executions: len(s.Executions), Published: len(s.Published),
+	}
+	resByID := make(map[string]Reservation, len(s.Reservations))
+	for _, r := range s.Reservations {
+		resByID[r.ID] = r
+		if r.InReconciliation {
+			v.Backlog++
+		}
+	}
+	seatByKey := make(map[string]Seat, len(s.Seats))
+	for _, st := range s.Seats {
+		seatByKey[st.Key()] = st
+	}
+	add := func(rule Rule, res, seat, format string, args ...any) {
+		v.Violations = append(v.Violations, Violation{Rule: rule, ReservationID: res, Seat: seat, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	checkSingleOwner(s, seatByKey, add)
+	checkConfirmedOwnsSeats(s, seatByKey, add)
+	checkPayments(s, resByID, add)
+	checkStaleHolds(s, resByID, add)
+	checkExecutions(s, resByID, add)
+	checkPublications(s, add)
+	v.SoldSeats, v.PaidSeats = checkSoldEqualsCaptured(s, resByID, add)
+
+	sort.SliceStable(v.Violations, func(i, j int) bool {
+		a, b := v.Violations[i], v.Violations[j]
+		if a.Rule != b.Rule {
+			return ruleIndex(a.Rule) < ruleIndex(b.Rule)
+		}
+		if a.ReservationID != b.ReservationID {
+			// Violations about one reservation first, sale-wide totals last.
+			if a.ReservationID == "" || b.ReservationID == "" {
+				return b.ReservationID == ""
+			}
+			return a.ReservationID < b.ReservationID
+		}
+		return a.Seat < b.Seat
+	})
+	return v
+}
+
+type addFunc func(rule Rule, res, seat, format string, args ...any)
+
+func ruleIndex(r Rule) int {
+	for i, x := range Rules {
+		if x == r {
+			return i
+		}
+	}
+	return len(Rules)
+}
+
+// live reports whether a reservation still lays claim to its seats at now: confirmed, or holding
+// with a deadline that has not passed. An expired hold may legitimately have been reclaimed.
+func live(r Reservation, now time.Time) bool {
+	switch r.State {
+	case Confirmed:
+		return true
+	case Held, PaymentPending:
+		return r.HoldExpiresAt.IsZero() || now.Before(r.HoldExpiresAt) || r.InReconciliation
+	}
+	return false
+}
+
+func checkSingleOwner(s Snapshot, seats map[string]Seat, add addFunc) {
+	claims := map[string][]string{}
+	for _, r := range s.Reservations {
+		if !live(r, s.Now) {
+			continue
+		}
+		for _, k := range r.SeatKeys() {
+			claims[k] = append(claims[k], r.ID)
+		}
+	}
+	keys := make([]string, 0, len(claims))
+	for k := range claims {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		owners := claims[k]
+		if len(owners) > 1 {
+			sort.Strings(owners)
+			add(RuleSeatSingleOwner, owners[0], k, "%d reservations claim the seat at once: %s (seat item says %s, owner %q)",
+				len(owners), strings.Join(owners, ", "), seats[k].State, seats[k].ReservationID)
+		}
+	}
+	// A seat item that names an owner who does not know about it is a second, hidden owner.
+	resSeats := map[string]map[string]bool{}
+	for _, r := range s.Reservations {
+		m := map[string]bool{}
+		for _, k := range r.SeatKeys() {
+			m[k] = true
+		}
+		resSeats[r.ID] = m
+	}
+	for _, st := range s.Seats {
+		if st.State == Available || st.State == "" || st.ReservationID == "" {
+			continue
+		}
+		m, ok := resSeats[st.ReservationID]
+		if !ok {
+			add(RuleSeatSingleOwner, st.ReservationID, st.Key(), "seat is %s for a reservation that does not exist", st.State)
+			continue
+		}
+		if !m[st.Key()] {
+			add(RuleSeatSingleOwner, st.ReservationID, st.Key(), "seat is %s for a reservation that does not list it", st.State)
+		}
+	}
+}
+
+func checkConfirmedOwnsSeats(s Snapshot, seats map[string]Seat, add addFunc) {
+	for _, r := range s.Reservations {
+		if r.State != Confirmed {
+			continue
+		}
+		if len(r.SeatIDs) == 0 {
+			add(RuleConfirmedOwnsSeats, r.ID, "", "confirmed reservation lists no seats")
+		}
+		for _, k := range r.SeatKeys() {
+			st, ok := seats[k]
+			switch {
+			case !ok:
+				add(RuleConfirmedOwnsSeats, r.ID, k, "seat item does not exist")
+			case st.ReservationID != r.ID:
+				add(RuleConfirmedOwnsSeats, r.ID, k, "seat is owned by %q (%s), not by the confirmed reservation", st.ReservationID, st.State)
+			case st.State != Confirmed:
+				add(RuleConfirmedOwnsSeats, r.ID, k, "seat is %s, want CONFIRMED", st.State)
+			}
+		}
+	}
+}
+
+func checkPayments(s Snapshot, res map[string]Reservation, add addFunc) {
+	for _, p := range s.Payments {
+		r, known := res[p.ReservationID]
+		if p.Net() > 0 && (!known || r.State != Confirmed) && !(known && r.InReconciliation) {
+			state := "missing"
+			if known {
+				state = r.State
+			}
+			add(RuleCaptureBelongsToConfirmed, p.ReservationID, "", "PaymentIntent %s captured %d (net %d %s) but the reservation is %s",
+				p.PaymentIntentID, p.Captured, p.Net(), p.Currency, state)
+		}
+		if p.Status == PIRequiresCapture && (!known || r.State == Released || r.State == Available) && !(known && r.InReconciliation) {
+			state := "missing"
+			if known {
+				state = r.State
+			}
+			add(RuleNoOpenAuthorization, p.ReservationID, "", "PaymentIntent %s still holds %d %s (requires_capture) on a reservation that is %s",
+				p.PaymentIntentID, p.Amount, p.Currency, state)
+		}
+	}
+}
+
+func checkStaleHolds(s Snapshot, res map[string]Reservation, add addFunc) {
+	for _, st := range s.Seats {
+		if st.State != Held && st.State != PaymentPending {
+			continue
+		}
+		if st.HoldExpiresAt.IsZero() {
+			add(RuleNoStaleHold, st.ReservationID, st.Key(), "seat is %s with no deadline", st.State)
+			continue
+		}
+		limit := st.HoldExpiresAt.Add(s.Grace)
+		if !s.Now.After(limit) {
+			continue
+		}
+		if r, ok := res[st.ReservationID]; ok && r.InReconciliation {
+			continue
+		}
+		add(RuleNoStaleHold, st.ReservationID, st.Key(), "seat is %s %s past its deadline %s (grace %s) and its reservation is not in the reconciliation backlog",
+			st.State, s.Now.Sub(st.HoldExpiresAt).Round(time.Millisecond), st.HoldExpiresAt.UTC().Format(time.RFC3339Nano), s.Grace)
+	}
+}
+
+func checkExecutions(s Snapshot, res map[string]Reservation, add addFunc) {
+	for _, e := range s.Executions {
+		if e.Status != ExecRunning {
+			continue
+		}
+		if r, ok := res[e.Name]; ok && r.InReconciliation {
+			continue
+		}
+		add(RuleExecutionSettled, e.Name, "", "execution %s is still RUNNING and its reservation is not in the reconciliation backlog", e.ARN)
+	}
+}
+
+func checkPublications(s Snapshot, add addFunc) {
+	first := map[string][]byte{}
+	reported := map[string]bool{}
+	for _, p := range s.Published {
+		prev, seen := first[p.EventID]
+		if !seen {
+			first[p.EventID] = p.Payload
+			continue
+		}
+		if !samePayload(prev, p.Payload) && !reported[p.EventID] {
+			reported[p.EventID] = true
+			add(RuleOutboxPayloadStable, "", "", "event %s was published with two different payloads: %s vs %s",
+				p.EventID, clip(prev), clip(p.Payload))
+		}
+	}
+}
+
+func checkSoldEqualsCaptured(s Snapshot, res map[string]Reservation, add addFunc) (sold, paid int) {
+	for _, st := range s.Seats {
+		if st.State != Confirmed {
+			continue
+		}
+		if r, ok := res[st.ReservationID]; ok && r.InReconciliation {
+			continue
+		}
+		sold++
+	}
+	net := map[string]int64{}
+	for _, p := range s.Payments {
+		net[p.ReservationID] += p.Net()
+	}
+	ids := make([]string, 0, len(net))
+	for id := range net {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r, ok := res[id]
+		if ok && r.InReconciliation {
+			continue
+		}
+		if net[id] <= 0 {
+			continue
+		}
+		if !ok {
+			paid++ // one seat at least was paid for; the capture rule names the reservation
+			continue
+		}
+		paid += len(r.SeatIDs)
+		if r.State == Confirmed && r.Amount > 0 && net[id] != r.Amount {
+			add(RuleSoldEqualsCaptured, id, "", "confirmed reservation's amount is %d %s but the provider kept %d", r.Amount, r.Currency, net[id])
+		}
+	}
+	for _, r := range s.Reservations {
+		if r.State == Confirmed && !r.InReconciliation && net[r.ID] <= 0 {
+			add(RuleSoldEqualsCaptured, r.ID, "", "confirmed reservation has no captured payment (net %d)", net[r.ID])
+		}
+	}
+	if sold != paid {
+		add(RuleSoldEqualsCaptured, "", "", "%d seats are CONFIRMED but captured payments net of refunds cover %d", sold, paid)
+	}
+	return sold, paid
+}
+
+// samePayload compares JSON payloads by meaning (key order and spacing aside), other bytes
+// exactly.
+func samePayload(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ca, _ := json.Marshal(x)
+	cb, _ := json.Marshal(y)
+	return bytes.Equal(ca, cb)
+}
+
+func clip(b []byte) string {
+	const n = 120
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

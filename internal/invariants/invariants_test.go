@@ -1,0 +1,263 @@
+package invariants
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// healthy is a settled sale that keeps every promise: r1 confirmed and paid for two seats, r2
+// declined and voided, r3 expired with its 3-D Secure never completed, r4 paid late and
+// refunded, r5 confirmed but its capture is unknown and it sits in the reconciliation backlog
+// (seat still protected, execution still running), and one free seat.
+func healthy() Snapshot {
+	past := now.Add(-time.Hour)
+	return Snapshot{
+		Now:   now,
+		Grace: 2 * time.Minute,
+		Seats: []Seat{
+			{EventID: "e1", SeatID: "A1", State: Confirmed, ReservationID: "r1", HoldExpiresAt: past, Version: 4},
+			{EventID: "e1", SeatID: "A2", State: Confirmed, ReservationID: "r1", HoldExpiresAt: past, Version: 4},
+			{EventID: "e1", SeatID: "A3", State: Available, Version: 3},
+			{EventID: "e1", SeatID: "A4", State: Available, Version: 2},
+			{EventID: "e1", SeatID: "A5", State: PaymentPending, ReservationID: "r5", HoldExpiresAt: past, Version: 3},
+			{EventID: "e1", SeatID: "A6", State: Available},
+		},
+		Reservations: []Reservation{
+			{ID: "r1", EventID: "e1", SeatIDs: []string{"A1", "A2"}, State: Confirmed, PaymentState: "PAID", Amount: 2000, Currency: "eur", PaymentIntentID: "pi_1", HoldExpiresAt: past},
+			{ID: "r2", EventID: "e1", SeatIDs: []string{"A3"}, State: Released, PaymentState: "FAILED", Amount: 1000, Currency: "eur", PaymentIntentID: "pi_2", HoldExpiresAt: past},
+			{ID: "r3", EventID: "e1", SeatIDs: []string{"A3"}, State: Released, PaymentState: "CANCELED", Amount: 1000, Currency: "eur", PaymentIntentID: "pi_3", HoldExpiresAt: past},
+			{ID: "r4", EventID: "e1", SeatIDs: []string{"A4"}, State: Released, PaymentState: "REFUNDED", Amount: 1000, Currency: "eur", PaymentIntentID: "pi_4", HoldExpiresAt: past},
+			{ID: "r5", EventID: "e1", SeatIDs: []string{"A5"}, State: PaymentPending, PaymentState: NeedsReconciliation, Amount: 1000, Currency: "eur", PaymentIntentID: "pi_5", HoldExpiresAt: past, InReconciliation: true},
+		},
+		Payments: []Payment{
+			{ReservationID: "r1", PaymentIntentID: "pi_1", Status: "succeeded", Amount: 2000, Currency: "eur", Captured: 2000},
+			{ReservationID: "r2", PaymentIntentID: "pi_2", Status: "canceled", Amount: 1000, Currency: "eur"},
+			{ReservationID: "r3", PaymentIntentID: "pi_3", Status: "canceled", Amount: 1000, Currency: "eur"},
+			{ReservationID: "r4", PaymentIntentID: "pi_4", Status: "succeeded", Amount: 1000, Currency: "eur", Captured: 1000, Refunded: 1000},
+			{ReservationID: "r5", PaymentIntentID: "pi_5", Status: "requires_capture", Amount: 1000, Currency: "eur"},
+		},
+		Executions: []Execution{
+			{Name: "r1", ARN: "arn:r1", Status: "SUCCEEDED"},
+			{Name: "r2", ARN: "arn:r2", Status: "FAILED"},
+			{Name: "r3", ARN: "arn:r3", Status: "FAILED"},
+			{Name: "r4", ARN: "arn:r4", Status: "SUCCEEDED"},
+			{Name: "r5", ARN: "arn:r5", Status: ExecRunning},
+		},
+		Published: []Publication{
+			{EventID: "ev1", Payload: []byte(`{"type":"SeatHeld","v":1}`)},
+			{EventID: "ev1", Payload: []byte(`{ "v": 1, "type": "SeatHeld" }`)}, // redelivered, same meaning
+			{EventID: "ev2", Payload: []byte(`{"type":"ReservationConfirmed"}`)},
+		},
+	}
+}
+
+func TestHealthySalePasses(t *testing.T) {
+	v := Check(healthy())
+	if !v.OK() {
+		t.Fatalf("healthy sale: %s", v)
+	}
+	if v.SoldSeats != 2 || v.PaidSeats != 2 || v.Backlog != 1 {
+		t.Fatalf("sold=%d paid=%d backlog=%d, want 2 2 1", v.SoldSeats, v.PaidSeats, v.Backlog)
+	}
+	if !strings.Contains(v.String(), "PASS") {
+		t.Fatalf("verdict string %q", v.String())
+	}
+}
+
+// Each case breaks the healthy sale in one way; the checker must name the rule (and only the
+// rules the damage really breaks), with the reservation and seat where there is one.
+func TestEveryRuleBites(t *testing.T) {
+	cases := []struct {
+		name    string
+		break_  func(s *Snapshot)
+		want    []Rule
+		resID   string
+		seatKey string
+	}{
+		{
+			name: "two live holds on one seat (claim without its condition)",
+			break_: func(s *Snapshot) {
+				s.Seats[5] = Seat{EventID: "e1", SeatID: "A6", State: Held, ReservationID: "r7", HoldExpiresAt: now.Add(time.Minute)}
+				s.Reservations = append(s.Reservations,
+					Reservation{ID: "r6", EventID: "e1", SeatIDs: []string{"A6"}, State: Held, HoldExpiresAt: now.Add(time.Minute)},
+					Reservation{ID: "r7", EventID: "e1", SeatIDs: []string{"A6"}, State: Held, HoldExpiresAt: now.Add(time.Minute)})
+			},
+			want: []Rule{RuleSeatSingleOwner}, resID: "r6", seatKey: "e1#A6",
+		},
+		{
+			name: "seat item owned by a reservation that does not exist",
+			break_: func(s *Snapshot) {
+				s.Seats[5] = Seat{EventID: "e1", SeatID: "A6", State: Held, ReservationID: "ghost", HoldExpiresAt: now.Add(time.Minute)}
+			},
+			want: []Rule{RuleSeatSingleOwner}, resID: "ghost", seatKey: "e1#A6",
+		},
+		{
+			name: "two confirmed reservations sold the same seat (confirm without its owner condition)",
+			break_: func(s *Snapshot) {
+				s.Seats[2] = Seat{EventID: "e1", SeatID: "A3", State: Confirmed, ReservationID: "r9"}
+				s.Reservations = append(s.Reservations,
+					Reservation{ID: "r8", EventID: "e1", SeatIDs: []string{"A3"}, State: Confirmed, Amount: 1000},
+					Reservation{ID: "r9", EventID: "e1", SeatIDs: []string{"A3"}, State: Confirmed, Amount: 1000})
+				s.Payments = append(s.Payments,
+					Payment{ReservationID: "r8", PaymentIntentID: "pi_8", Status: "succeeded", Amount: 1000, Captured: 1000},
+					Payment{ReservationID: "r9", PaymentIntentID: "pi_9", Status: "succeeded", Amount: 1000, Captured: 1000})
+			},
+			want: []Rule{RuleSeatSingleOwner, RuleConfirmedOwnsSeats, RuleSoldEqualsCaptured}, resID: "r8", seatKey: "e1#A3",
+		},
+		{
+			name: "confirmed reservation whose seat is still PAYMENT_PENDING",
+			break_: func(s *Snapshot) {
+				s.Seats[1].State = PaymentPending
+				s.Seats[1].HoldExpiresAt = now.Add(time.Minute)
+			},
+			want: []Rule{RuleConfirmedOwnsSeats, RuleSoldEqualsCaptured}, resID: "r1", seatKey: "e1#A2",
+		},
+		{
+			name: "capture on a released reservation, never refunded",
+			break_: func(s *Snapshot) {
+				s.Payments[3].Refunded = 0
+			},
+			want: []Rule{RuleCaptureBelongsToConfirmed, RuleSoldEqualsCaptured}, resID: "r4",
+		},
+		{
+			name: "capture for a reservation that does not exist",
+			break_: func(s *Snapshot) {
+				s.Payments = append(s.Payments, Payment{ReservationID: "nobody", PaymentIntentID: "pi_x", Status: "succeeded", Amount: 500, Captured: 500})
+			},
+			want: []Rule{RuleCaptureBelongsToConfirmed, RuleSoldEqualsCaptured}, resID: "nobody",
+		},
+		{
+			name: "authorization left open on a released reservation",
+			break_: func(s *Snapshot) {
+				s.Payments[1].Status = PIRequiresCapture
+			},
+			want: []Rule{RuleNoOpenAuthorization}, resID: "r2",
+		},
+		{
+			name: "hold past deadline plus grace with no reconciliation record",
+			break_: func(s *Snapshot) {
+				s.Seats[5] = Seat{EventID: "e1", SeatID: "A6", State: Held, ReservationID: "r6", HoldExpiresAt: now.Add(-3 * time.Minute)}
+				s.Reservations = append(s.Reservations,
+					Reservation{ID: "r6", EventID: "e1", SeatIDs: []string{"A6"}, State: Held, HoldExpiresAt: now.Add(-3 * time.Minute)})
+				s.Executions = append(s.Executions, Execution{Name: "r6", Status: "ABORTED"})
+			},
+			want: []Rule{RuleNoStaleHold}, resID: "r6", seatKey: "e1#A6",
+		},
+		{
+			name: "payment pending seat leaves the backlog without being resolved",
+			break_: func(s *Snapshot) {
+				s.Reservations[4].InReconciliation = false
+				s.Reservations[4].PaymentState = "AUTHORIZED"
+				s.Executions[4].Status = "SUCCEEDED"
+			},
+			want: []Rule{RuleNoStaleHold}, resID: "r5", seatKey: "e1#A5",
+		},
+		{
+			name: "execution still running outside the backlog",
+			break_: func(s *Snapshot) {
+				s.Executions[1].Status = ExecRunning
+			},
+			want: []Rule{RuleExecutionSettled}, resID: "r2",
+		},
+		{
+			name: "outbox event published twice with different payloads",
+			break_: func(s *Snapshot) {
+				s.Published = append(s.Published, Publication{EventID: "ev2", Payload: []byte(`{"type":"ReservationReleased"}`)})
+			},
+			want: []Rule{RuleOutboxPayloadStable},
+		},
+		{
+			name: "confirmed reservation without a capture",
+			break_: func(s *Snapshot) {
+				s.Payments[0].Captured = 0
+				s.Payments[0].Status = "requires_capture"
+			},
+			want: []Rule{RuleSoldEqualsCaptured}, resID: "r1",
+		},
+		{
+			name: "confirmed reservation captured for less than its amount",
+			break_: func(s *Snapshot) {
+				s.Payments[0].Refunded = 500
+			},
+			want: []Rule{RuleSoldEqualsCaptured}, resID: "r1",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthy()
+			tc.break_(&s)
+			v := Check(s)
+			if v.OK() {
+				t.Fatal("checker passed a broken sale")
+			}
+			got := map[Rule]bool{}
+			for _, x := range v.Violations {
+				got[x.Rule] = true
+			}
+			for _, r := range tc.want {
+				if !got[r] {
+					t.Errorf("rule %s not reported; verdict:\n%s", r, v)
+				}
+			}
+			for r := range got {
+				if !contains(tc.want, r) {
+					t.Errorf("unexpected rule %s reported; verdict:\n%s", r, v)
+				}
+			}
+			first := firstOf(v, tc.want[0])
+			if tc.resID != "" && first.ReservationID != tc.resID {
+				t.Errorf("violation names reservation %q, want %q", first.ReservationID, tc.resID)
+			}
+			if tc.seatKey != "" && first.Seat != tc.seatKey {
+				t.Errorf("violation names seat %q, want %q", first.Seat, tc.seatKey)
+			}
+			if first.Detail == "" {
+				t.Error("violation has no description")
+			}
+			if !strings.Contains(v.String(), "FAIL") || !strings.Contains(v.String(), string(tc.want[0])) {
+				t.Errorf("verdict string does not name the rule: %s", v)
+			}
+		})
+	}
+}
+
+// An expired hold reclaimed by another buyer is not a double owner: the first reservation no
+// longer lays claim to the seat once its deadline passed.
+func TestExpiredHoldReclaimedIsNotDoubleOwner(t *testing.T) {
+	s := healthy()
+	s.Seats[5] = Seat{EventID: "e1", SeatID: "A6", State: Held, ReservationID: "r7", HoldExpiresAt: now.Add(time.Minute)}
+	s.Reservations = append(s.Reservations,
+		Reservation{ID: "r6", EventID: "e1", SeatIDs: []string{"A6"}, State: Held, HoldExpiresAt: now.Add(-time.Second)},
+		Reservation{ID: "r7", EventID: "e1", SeatIDs: []string{"A6"}, State: Held, HoldExpiresAt: now.Add(time.Minute)})
+	if v := Check(s); !v.OK() {
+		t.Fatalf("reclaimed expired hold flagged: %s", v)
+	}
+}
+
+func TestByRuleListsEveryRule(t *testing.T) {
+	v := Check(healthy())
+	if got := len(v.ByRule()); got != len(Rules) {
+		t.Fatalf("ByRule has %d rules, want %d", got, len(Rules))
+	}
+}
+
+func contains(rs []Rule, r Rule) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func firstOf(v Verdict, r Rule) Violation {
+	for _, x := range v.Violations {
+		if x.Rule == r {
+			return x
+		}
+	}
+	return Violation{}
+}
