@@ -24,9 +24,11 @@ func (st *Store) ExpiredHolds(ctx context.Context, before time.Time, limit int) 
 		func(a, b reservation.Reservation) bool { return a.HoldExpiresAt.Before(b.HoldExpiresAt) })
 }
 
-// NeedingReconciliation lists reservations whose payment has been UNKNOWN_NEEDS_RECONCILIATION
-// since before `before` (pass the current time for all), oldest first, at most limit (0 means
-// no limit).
+// NeedingReconciliation lists the reservations on the reconcileByAge index
+// (OnReconciliationIndex: payment unknown, or authorized, capture pending or captured with the
+// seats out of their hold) that joined it before `before` (pass the current time for all),
+// oldest first, at most limit (0 means no limit). Their ReconcileSince is when they joined it
+// (for an unknown payment: when it became unknown).
 func (st *Store) NeedingReconciliation(ctx context.Context, before time.Time, limit int) ([]reservation.Reservation, error) {
 	return st.queryShards(ctx, tables.ReconcileByAge, tables.AttrReconShard, tables.AttrReconSince, before, limit,
 		func(a, b reservation.Reservation) bool { return a.ReconcileSince.Before(b.ReconcileSince) })

@@ -34,10 +34,10 @@ type DynamoDB interface {
 
 // Metric names the store counts; dimension "op" names the operation.
 const (
-	MetricConditionalCheckFailed = "inventory.conditional_check_failed"
-	MetricTransactionConflict    = "inventory.transaction_conflict"
-	MetricThrottle               = "inventory.throttle"
-	MetricClaim                  = "inventory.claim" // dimension "outcome": won, unavailable, replayed, invalid, error
+	MetricConditionalCheckFailed = "ConditionalCheckFailed"
+	MetricTransactionConflict    = "TransactionConflict"
+	MetricThrottle               = "Throttled"
+	MetricClaim                  = "ClaimOutcome" // dimension "outcome": won, unavailable, replayed, invalid, error
 )
 
 // Config wires a Store. Client and Now are required.

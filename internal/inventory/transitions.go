@@ -174,9 +174,9 @@ var paymentEventTypes = map[reservation.PaymentEvent]outbox.Type{
 }
 
 // SetPaymentState applies a payment event to a reservation whose payment is in state from, at
-// version g.Version, recording the details given. Seats are not touched. Entering
-// UNKNOWN_NEEDS_RECONCILIATION puts the reservation on the reconciliation index; leaving it
-// takes it off.
+// version g.Version, recording the details given. Seats are not touched. The same write puts
+// the reservation on the reconciliation index or takes it off (OnReconciliationIndex): e.g.
+// capture requested for confirmed seats keeps it there, captured takes it off.
 func (st *Store) SetPaymentState(ctx context.Context, id string, ev reservation.PaymentEvent, from reservation.PaymentState, g reservation.Guard, d PaymentDetails) (reservation.Reservation, error) {
 	t, ok := paymentEventTypes[ev]
 	if !ok {
@@ -228,6 +228,8 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 		if ch.noBump {
 			next.UpdatedAt = now
 		}
+		// The reconciliation index entry changes in this same write, never in another one.
+		next.ReconcileSince = reconcileSince(cur, next, now)
 		items, seatIDs, err := st.changeItems(ctx, ch, cur, rev, next, now)
 		if err != nil {
 			return cur, err

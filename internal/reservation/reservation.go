@@ -30,6 +30,8 @@ type Reservation struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	// ReconcileSince is when the payment became UNKNOWN_NEEDS_RECONCILIATION; zero otherwise.
+	// A reservation read from the inventory store carries it for every unsettled payment the
+	// sweeper must find (inventory.OnReconciliationIndex): then it is when it joined that index.
 	ReconcileSince time.Time
 }
 

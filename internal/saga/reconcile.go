@@ -89,7 +89,9 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 			switch {
 			case r.Inventory == reservation.Confirmed && (r.Payment == reservation.Authorized ||
 				r.Payment == reservation.CapturePending || r.Payment == reservation.UnknownNeedsReconciliation):
-				if res.Attempt >= s.attempts() {
+				// The bound is for the ASL's capture/reconcile loop; a first pass (the
+				// sweeper's Resolve, or ReconcileAttempts 1) always gets to capture.
+				if res.Attempt > 1 && res.Attempt >= s.attempts() {
 					return s.unknown(ctx, in, r, &res, "capture kept failing")
 				}
 				return finish(OutcomeCapture, "")
@@ -356,8 +358,10 @@ func (s *Steps) unknown(ctx context.Context, in Input, r reservation.Reservation
 }
 
 // Resolve is one reconciliation pass outside the state machine, for the sweeper: it reconciles
-// and, when the seats are confirmed and the payment authorized, captures. It returns the
-// outcome (OutcomeRetry when the provider still cannot answer).
+// from the provider's truth and, when the seats are confirmed and the payment authorized,
+// capture pending or unknown but still capturable, captures with the saga's idempotency key
+// {reservationId}:capture (so racing a live capture step charges once). It returns the outcome
+// (OutcomeRetry when the provider still cannot answer).
 func (s *Steps) Resolve(ctx context.Context, in Input) (string, error) {
 	res, err := s.Reconcile(ctx, State{Input: in, Reconcile: &ReconcileResult{Attempt: 0}})
 	if err != nil {

@@ -1,10 +1,13 @@
 // Package sweeper is the scheduled safety net behind the saga. It finds holds whose deadline
 // passed more than a grace period ago while their execution is gone, ended or stuck, and
-// payments left in UNKNOWN_NEEDS_RECONCILIATION, and settles them with the same guarded,
+// unresolved payments (internal/inventory's reconciliation index: payments unknown, and
+// authorized or capture-pending payments whose seats are already confirmed or given back) that
+// have been so for more than the grace period, and settles them with the same guarded,
 // version-fenced writes the saga uses: a hold without a payment is expired directly, anything
 // with a PaymentIntent goes through the saga's own reconcile logic (provider truth first, never
-// a release on a guess). Racing a live saga is harmless: whoever writes first wins, the other's
-// conditional write changes nothing.
+// a release on a guess; confirmed seats with an authorized payment are captured with the saga's
+// idempotency key {reservationId}:capture). Racing a live saga is harmless: whoever writes first
+// wins, the other's conditional write changes nothing, and the provider dedupes the capture.
 //
 // Every run publishes the backlog an operator alarms on (metrics.Recorder) and returns it.
 package sweeper
@@ -44,7 +47,9 @@ const (
 type Backlog interface {
 	// ExpiredHolds lists HELD or PAYMENT_PENDING reservations whose deadline is before before.
 	ExpiredHolds(ctx context.Context, before time.Time, limit int) ([]reservation.Reservation, error)
-	// NeedingReconciliation lists reservations in UNKNOWN_NEEDS_RECONCILIATION since before.
+	// NeedingReconciliation lists reservations whose payment is unresolved outside a live hold
+	// (unknown; authorized or capture pending with the seats confirmed or given back; captured
+	// for seats not confirmed) since before, oldest first; ReconcileSince says since when.
 	NeedingReconciliation(ctx context.Context, before time.Time, limit int) ([]reservation.Reservation, error)
 }
 
@@ -83,10 +88,12 @@ type Deps struct {
 	// StateMachineARN names executions of reservations that have not stored their ARN
 	// (executions are named by reservation id).
 	StateMachineARN string
-	// Grace is how long past its deadline a hold is left to the saga (config SweepGrace).
+	// Grace is how long past its deadline a hold, and how long after it became unresolved a
+	// payment, is left to the saga before the sweeper looks at it (config SweepGrace).
 	Grace time.Duration
-	// StuckAfter: an execution still RUNNING this long past the hold's deadline is treated as
-	// stuck and the sweeper acts anyway (its writes are fenced, so the race is harmless).
+	// StuckAfter: an execution still RUNNING this long past the hold's deadline (or since the
+	// payment became unresolved) is treated as stuck and the sweeper acts anyway (its writes
+	// are fenced, so the race is harmless).
 	StuckAfter time.Duration
 	// CaptureWarning: an authorization that lapses within this is near its capture deadline.
 	CaptureWarning time.Duration
@@ -150,6 +157,9 @@ type Result struct {
 	PaymentsExamined int `json:"paymentsExamined"`
 	Released         int `json:"released"`
 	Reconciled       int `json:"reconciled"`
+	// Captured counts reconciled payments that ended PAID for CONFIRMED seats after the run
+	// found them authorized or capture pending (captured now, or found captured).
+	Captured int `json:"captured"`
 	// LeftToSaga counts reservations whose execution is still running and not stuck.
 	LeftToSaga int `json:"leftToSaga"`
 	// LostRaces counts fenced writes that found the reservation already moved (harmless).
@@ -182,42 +192,44 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("sweeper: list expired holds: %w", err)
 	}
-	unknown, err := s.d.Backlog.NeedingReconciliation(ctx, now, s.d.Batch)
+	unresolved, err := s.d.Backlog.NeedingReconciliation(ctx, now.Add(-s.d.Grace), s.d.Batch)
 	if err != nil {
 		return res, fmt.Errorf("sweeper: list payments needing reconciliation: %w", err)
 	}
-	res.HoldsExamined, res.PaymentsExamined = len(holds), len(unknown)
+	res.HoldsExamined, res.PaymentsExamined = len(holds), len(unresolved)
 
 	// An expired hold whose payment is also unknown is on both lists: sweep it once, as a hold.
-	jobs := append([]reservation.Reservation(nil), holds...)
+	jobs := make([]job, 0, len(holds)+len(unresolved))
 	seen := make(map[string]bool, len(holds))
 	for _, r := range holds {
 		seen[r.ID] = true
+		jobs = append(jobs, job{r: r})
 	}
-	for _, r := range unknown {
+	for _, r := range unresolved {
 		if !seen[r.ID] {
-			jobs = append(jobs, r)
+			jobs = append(jobs, job{r: r, payment: true})
 		}
 	}
 	outcomes := make([]outcome, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, s.d.Concurrency)
-	for i, r := range jobs {
+	for i, j := range jobs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			outcomes[i] = s.sweep(ctx, r, now)
+			outcomes[i] = s.sweep(ctx, j, now)
 		}()
 	}
 	wg.Wait()
 
 	var oldestHold, oldestPayment time.Time
-	for i, r := range jobs {
-		o := outcomes[i]
+	for i, j := range jobs {
+		r, o := j.r, outcomes[i]
 		res.Released += b2i(o.released)
 		res.Reconciled += b2i(o.reconciled)
+		res.Captured += b2i(o.captured)
 		res.LeftToSaga += b2i(o.leftToSaga)
 		res.LostRaces += b2i(o.lostRace)
 		res.Errors += b2i(o.failed)
@@ -241,40 +253,48 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	s.publish(res)
 	s.d.Logger.InfoContext(ctx, "sweeper: run finished",
 		"holdsExamined", res.HoldsExamined, "paymentsExamined", res.PaymentsExamined,
-		"released", res.Released, "reconciled", res.Reconciled, "leftToSaga", res.LeftToSaga,
+		"released", res.Released, "reconciled", res.Reconciled, "captured", res.Captured, "leftToSaga", res.LeftToSaga,
 		"lostRaces", res.LostRaces, "errors", res.Errors,
 		"expiredHoldsUnreleased", res.ExpiredHoldsUnreleased, "unresolvedPayments", res.UnresolvedPayments,
 		"reconciliationBacklog", res.ReconciliationBacklog)
 	return res, nil
 }
 
+// job is one reservation to sweep; payment marks one found on the reconciliation index only
+// (not through an expired hold).
+type job struct {
+	r       reservation.Reservation
+	payment bool
+}
+
 // outcome is what sweeping one reservation did. settled: it left the backlog; stillUnknown:
-// its payment's fate is still unknown after this run.
+// its payment is still unresolved after this run.
 type outcome struct {
-	settled, stillUnknown                              bool
-	released, reconciled, leftToSaga, lostRace, failed bool
+	settled, stillUnknown                                        bool
+	released, reconciled, captured, leftToSaga, lostRace, failed bool
 }
 
 // sweep settles one reservation if its saga no longer does.
-func (s *Sweeper) sweep(ctx context.Context, r reservation.Reservation, now time.Time) outcome {
+func (s *Sweeper) sweep(ctx context.Context, j job, now time.Time) outcome {
+	r := j.r
 	log := s.d.Logger.With("reservationId", r.ID, "correlationId", r.CorrelationID,
 		"inventory", string(r.Inventory), "payment", string(r.Payment))
-	unknown := r.Payment == reservation.UnknownNeedsReconciliation
+	unresolved := j.payment || r.Payment == reservation.UnknownNeedsReconciliation
 	running, err := s.running(ctx, r)
 	if err != nil {
 		log.ErrorContext(ctx, "sweeper: describe execution", "error", err.Error())
-		return outcome{failed: true, stillUnknown: unknown}
+		return outcome{failed: true, stillUnknown: unresolved}
 	}
 	reference := r.HoldExpiresAt
-	if unknown && !r.ReconcileSince.IsZero() {
+	if unresolved && !r.ReconcileSince.IsZero() {
 		reference = r.ReconcileSince
 	}
 	if running && now.Sub(reference) < s.d.StuckAfter {
 		// The saga still owns it (e.g. its reconcile loop is waiting between attempts).
-		return outcome{leftToSaga: true, stillUnknown: unknown}
+		return outcome{leftToSaga: true, stillUnknown: unresolved}
 	}
 
-	if r.PaymentIntentID == "" && r.HoldActive() && !unknown {
+	if r.PaymentIntentID == "" && r.HoldActive() && !unresolved {
 		// No payment was ever started: nothing can be charged, the seats can simply go back.
 		_, err := s.d.Expirer.Expire(ctx, r.ID, r.Inventory, reservation.GuardOf(r))
 		switch {
@@ -300,17 +320,22 @@ func (s *Sweeper) sweep(ctx context.Context, r reservation.Reservation, now time
 	if err != nil {
 		if lostRace(err) {
 			s.count("lost_race")
-			return outcome{lostRace: true, stillUnknown: unknown}
+			return outcome{lostRace: true, stillUnknown: unresolved}
 		}
 		log.ErrorContext(ctx, "sweeper: reconcile", "error", err.Error())
-		return outcome{failed: true, stillUnknown: unknown}
+		return outcome{failed: true, stillUnknown: unresolved}
 	}
 	s.count("reconcile_" + result)
-	log.InfoContext(ctx, "sweeper: reconciled", "outcome", result)
+	captured := result == saga.OutcomePaid && r.Inventory == reservation.Confirmed &&
+		(r.Payment == reservation.Authorized || r.Payment == reservation.CapturePending)
+	if captured {
+		s.count("captured")
+	}
+	log.InfoContext(ctx, "sweeper: reconciled", "outcome", result, "captured", captured)
 	if result == saga.OutcomeRetry || result == saga.OutcomeUnresolved {
 		return outcome{stillUnknown: true}
 	}
-	return outcome{settled: true, reconciled: true}
+	return outcome{settled: true, reconciled: true, captured: captured}
 }
 
 func b2i(b bool) int {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
@@ -51,12 +52,14 @@ func (f *fakeInventory) ExpiredHolds(_ context.Context, before time.Time, _ int)
 	return out, nil
 }
 
+// NeedingReconciliation lists what the real index holds (inventory.OnReconciliationIndex), by
+// the time each reservation joined it.
 func (f *fakeInventory) NeedingReconciliation(_ context.Context, before time.Time, _ int) ([]reservation.Reservation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []reservation.Reservation
 	for _, r := range f.byID {
-		if r.Payment == reservation.UnknownNeedsReconciliation && r.ReconcileSince.Before(before) {
+		if inventory.OnReconciliationIndex(r) && r.ReconcileSince.Before(before) {
 			out = append(out, r)
 		}
 	}
@@ -174,6 +177,15 @@ func paying(pi string) func(*reservation.Reservation) {
 	}
 }
 
+// awaitingCapture makes a reservation whose seats were confirmed with payment p (AUTHORIZED or
+// CAPTURE_PENDING) and that joined the reconciliation index ago before t0.
+func awaitingCapture(p reservation.PaymentState, ago time.Duration) func(*reservation.Reservation) {
+	return func(r *reservation.Reservation) {
+		r.Inventory, r.Payment, r.PaymentIntentID, r.Version = reservation.Confirmed, p, "pi_1", 6
+		r.ReconcileSince, r.CaptureBefore = t0.Add(-ago), t0.Add(-ago).Add(7*24*time.Hour)
+	}
+}
+
 func TestSweep(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -239,6 +251,53 @@ func TestSweep(t *testing.T) {
 			r.rec.outcomes["r1"] = saga.OutcomeRetry
 		}, want: Result{PaymentsExamined: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 3600, ReconciliationBacklog: 1, AuthorizationsNearCaptureDeadline: 1},
 			wantInventory: reservation.Confirmed, wantPayment: reservation.UnknownNeedsReconciliation},
+		{name: "confirmed and authorized, execution gone: captured", setup: func(r *rig) {
+			r.hold("r1", time.Hour, awaitingCapture(reservation.Authorized, 30*time.Minute))
+			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusAborted
+			r.rec.outcomes["r1"] = saga.OutcomePaid
+		}, want: Result{PaymentsExamined: 1, Reconciled: 1, Captured: 1},
+			wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
+		{name: "capture pending, execution failed: finished", setup: func(r *rig) {
+			r.hold("r1", time.Hour, awaitingCapture(reservation.CapturePending, 30*time.Minute))
+			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusFailed
+			r.rec.outcomes["r1"] = saga.OutcomePaid
+		}, want: Result{PaymentsExamined: 1, Reconciled: 1, Captured: 1},
+			wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
+		{name: "confirmed and authorized within the grace period: not listed", setup: func(r *rig) {
+			r.hold("r1", time.Hour, awaitingCapture(reservation.Authorized, time.Minute))
+			r.rec.outcomes["r1"] = saga.OutcomePaid
+		}, want: Result{}, wantInventory: reservation.Confirmed, wantPayment: reservation.Authorized},
+		{name: "confirmed and authorized, saga running: left to it, counted", setup: func(r *rig) {
+			r.hold("r1", time.Hour, awaitingCapture(reservation.Authorized, 5*time.Minute))
+			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning
+			r.rec.outcomes["r1"] = saga.OutcomePaid
+		}, want: Result{PaymentsExamined: 1, LeftToSaga: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 300, ReconciliationBacklog: 1},
+			wantInventory: reservation.Confirmed, wantPayment: reservation.Authorized},
+		{name: "confirmed and authorized, saga running but stuck: captured", setup: func(r *rig) {
+			r.hold("r1", 3*time.Hour, awaitingCapture(reservation.Authorized, 2*time.Hour))
+			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning
+			r.rec.outcomes["r1"] = saga.OutcomePaid
+		}, want: Result{PaymentsExamined: 1, Reconciled: 1, Captured: 1},
+			wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
+		{name: "authorization near its capture deadline, provider down: counted", setup: func(r *rig) {
+			r.hold("r1", 7*24*time.Hour, awaitingCapture(reservation.Authorized, 7*24*time.Hour-2*time.Hour))
+			r.rec.outcomes["r1"] = saga.OutcomeRetry
+		}, want: Result{PaymentsExamined: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: int64((7*24*time.Hour - 2*time.Hour) / time.Second),
+			ReconciliationBacklog: 1, AuthorizationsNearCaptureDeadline: 1},
+			wantInventory: reservation.Confirmed, wantPayment: reservation.UnknownNeedsReconciliation},
+		{name: "late authorization for released seats: voided through reconcile, not counted as captured", setup: func(r *rig) {
+			r.hold("r1", time.Hour, func(res *reservation.Reservation) {
+				res.Inventory, res.Payment, res.PaymentIntentID = reservation.Released, reservation.Authorized, "pi_1"
+				res.ReconcileSince = t0.Add(-30 * time.Minute)
+			})
+			r.rec.outcomes["r1"] = saga.OutcomeVoided
+		}, want: Result{PaymentsExamined: 1, Reconciled: 1},
+			wantInventory: reservation.Released, wantPayment: reservation.Canceled},
+		{name: "capture raced by the saga: the lost race changes nothing and is counted", setup: func(r *rig) {
+			r.hold("r1", time.Hour, awaitingCapture(reservation.Authorized, 30*time.Minute))
+			r.rec.err = &reservation.StaleVersion{ReservationID: "r1", Expected: 6, Actual: 7}
+		}, want: Result{PaymentsExamined: 1, LostRaces: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 1800, ReconciliationBacklog: 1},
+			wantInventory: reservation.Confirmed, wantPayment: reservation.Authorized},
 		{name: "racing a late confirm: the confirm wins, the sweeper changes nothing", setup: func(r *rig) {
 			r.hold("r1", 5*time.Minute, nil)
 			r.inv.beforeExpire = func(f *fakeInventory, id string) {

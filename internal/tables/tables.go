@@ -60,7 +60,9 @@ const (
 	SeatsByEvent = "byEvent"
 	// ActiveHoldsByExpiry holds only reservations with a live hold (sparse): shard + expiry.
 	ActiveHoldsByExpiry = "activeHoldsByExpiry"
-	// ReconcileByAge holds only reservations whose payment needs reconciliation (sparse).
+	// ReconcileByAge holds only reservations whose payment is unresolved outside a live hold
+	// (sparse): unknown, or authorized/capture pending with the seats confirmed or given back,
+	// until the payment is settled. Shard + the time it joined (internal/inventory decides).
 	ReconcileByAge = "reconcileByAge"
 )
 
