@@ -254,20 +254,30 @@ func TestCaptureResponseLost(t *testing.T) {
 	e.Invariants()
 }
 
+// captureHold is how long (real time) TestCaptureFailsDefinitively holds the capture before
+// its handler runs: far longer than a clock advance takes.
+const captureHold = 2 * time.Second
+
 // 7. Capture fails definitively (the authorization lapsed before capture): the capture-failure
 // policy releases the seats, records the outcome and notifies.
 func TestCaptureFailsDefinitively(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
-	// The first capture attempt never reaches the handler; during its retry's backoff the
-	// authorization's capture window (7 days) closes.
-	if err := e.Stack.Lambdas.FailBefore("capture", 1, lambdahost.ServiceException()); err != nil {
+	// The first capture attempt is held (real time) before its handler runs, and the
+	// authorization's capture window (7 days) closes meanwhile. The clock moves only while no
+	// capture can run: a retry's backoff timer would fire inside the 8-day advance, at under a
+	// second, and race the advance (which also runs pending webhook redeliveries on its way).
+	if err := e.Stack.Lambdas.SetLatency("capture", captureHold); err != nil {
 		t.Fatal(err)
 	}
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodVisa, seats[0])
 	arn := e.Reserve(in)
-	e.WaitFor("the first capture attempt", time.Time{}, func() bool { return e.Stack.Lambdas.Stats("capture").FaultsInjected == 1 })
+	e.WaitFor("the capture to be invoked", e.Clock.Now(), func() bool { return e.Stack.Lambdas.Stats("capture").Requests == 1 })
+	e.Stack.Lambdas.ClearFaults("capture")
 	e.Clock.Advance(8 * 24 * time.Hour)
+	if n := e.Stack.Lambdas.Invocations("capture"); n != 0 {
+		t.Fatalf("the capture handler ran before the clock moved (%d runs): the advance took longer than %s", n, captureHold)
+	}
 	x := e.Finish(arn)
 
 	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Capture failed")

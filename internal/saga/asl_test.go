@@ -443,7 +443,7 @@ func TestDefinitionPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	lambdaErrors := []string{"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException"}
-	neverRetried := []string{ErrSeatUnavailable, ErrPaymentDeclined, ErrCustomerCanceled, ErrCaptureFailed, ErrInvalidRequest, ErrHoldExpired, "States.ALL"}
+	neverRetried := []string{ErrSeatUnavailable, ErrPaymentDeclined, ErrPaymentAlreadyAuthorized, ErrCustomerCanceled, ErrCaptureFailed, ErrInvalidRequest, ErrHoldExpired, "States.ALL"}
 	caught := map[string]bool{}
 	waits := 0
 	for name, st := range def.States {
@@ -491,7 +491,7 @@ func TestDefinitionPolicy(t *testing.T) {
 	if waits != 1 {
 		t.Errorf("%d waitForTaskToken states, want 1", waits)
 	}
-	for _, e := range []string{ErrSeatUnavailable, ErrPaymentDeclined, ErrCustomerCanceled, ErrHoldExpired, ErrCaptureFailed, ErrInvalidRequest, "States.Timeout"} {
+	for _, e := range []string{ErrSeatUnavailable, ErrPaymentDeclined, ErrPaymentAlreadyAuthorized, ErrCustomerCanceled, ErrHoldExpired, ErrCaptureFailed, ErrInvalidRequest, "States.Timeout"} {
 		if !caught[e] {
 			t.Errorf("nothing catches %s", e)
 		}

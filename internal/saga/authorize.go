@@ -2,7 +2,6 @@ package saga
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -17,7 +16,11 @@ import (
 // webhook's SendTaskSuccess/SendTaskFailure; what this returns is only logged.
 //
 // Re-running it (redelivery, a crash after a write, or a new state attempt with a new token)
-// finds the state already advanced, reuses the PaymentIntent and records the newest token.
+// finds the state already advanced, reuses the PaymentIntent and records the newest token. A
+// new attempt that finds the payment already AUTHORIZED returns *PaymentAlreadyAuthorized: the
+// webhook answered the earlier attempt's token, and the ASL routes the error to "Confirm
+// seats" rather than this step answering its own token (only the api and webhook roles may
+// call SendTask*).
 func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResult, error) {
 	in := ev.Input.Input
 	id := in.ReservationID
@@ -80,15 +83,13 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 		case r.Inventory == reservation.PaymentPending && r.Payment == reservation.Authorized:
 			// The authorization already landed. A redelivery of the same attempt needs
 			// nothing: the webhook reports (or reported) to this token. A new attempt has a
-			// new token that no webhook will answer, so record it and report the success.
+			// new token that no webhook will answer (the webhook answered the dead one), so
+			// it ends the wait with a routed error the ASL sends on to "Confirm seats". Its
+			// token is not recorded: it dies with this answer, so nobody may report to it.
 			if r.TaskToken != ev.TaskToken {
-				if _, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r), TaskToken: ev.TaskToken}); err != nil {
-					break
-				}
-				if err := s.reportAuthorized(ctx, r, ev.TaskToken); err != nil {
-					s.outcome(ctx, "authorize", in, "error", err)
-					return AuthorizeResult{}, err
-				}
+				err := &PaymentAlreadyAuthorized{ReservationID: id, PaymentIntentID: r.PaymentIntentID, Version: r.Version}
+				s.outcome(ctx, "authorize", in, outcomeName(err), err, "paymentIntentId", r.PaymentIntentID)
+				return AuthorizeResult{}, err
 			}
 			s.outcome(ctx, "authorize", in, "already_authorized", nil)
 			return AuthorizeResult{ReservationID: id, PaymentIntentID: r.PaymentIntentID, ProviderStatus: "requires_capture", Version: r.Version}, nil
@@ -189,6 +190,7 @@ func outcomeName(err error) string {
 		expired   *HoldExpired
 		declined  *PaymentDeclined
 		uncertain *PaymentUncertain
+		already   *PaymentAlreadyAuthorized
 		capture   *CaptureFailed
 		invalid   *InvalidRequest
 	)
@@ -201,26 +203,12 @@ func outcomeName(err error) string {
 		return "declined"
 	case errors.As(err, &uncertain):
 		return "uncertain"
+	case errors.As(err, &already):
+		return "already_authorized"
 	case errors.As(err, &capture):
 		return "capture_failed"
 	case errors.As(err, &invalid):
 		return "invalid"
 	}
 	return "error"
-}
-
-// reportAuthorized completes this attempt's wait with the same output the webhook sends.
-func (s *Steps) reportAuthorized(ctx context.Context, r reservation.Reservation, token string) error {
-	if s.Tasks == nil {
-		return nil
-	}
-	out, err := json.Marshal(PaymentOutcome{PaymentIntentID: r.PaymentIntentID, State: string(r.Payment), Version: r.Version})
-	if err != nil {
-		return err
-	}
-	if err := s.Tasks.SendTaskSuccess(ctx, token, out); err != nil {
-		// The state retries the step; the next run reports again.
-		return &TransientError{Detail: "report the authorization to the waiting task: " + err.Error()}
-	}
-	return nil
 }

@@ -11,6 +11,9 @@ import (
 // deadline in the write condition. If the webhook's report arrived (the state's $.payment)
 // before its own guarded write is visible, the provider's truth is recorded first. A hold that
 // lapsed ends in HoldExpired, which the ASL sends to reconciliation (the late-success policy).
+// It reads only the reservation from the store, never $.payment, so it runs the same after the
+// webhook's SendTaskSuccess and after the ASL caught PaymentAlreadyAuthorized (whose
+// {"Error","Cause"} lands at $.payment).
 func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 	in := st.Input
 	id := in.ReservationID

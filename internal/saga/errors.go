@@ -57,6 +57,23 @@ func (e *PaymentUncertain) Error() string {
 	return fmt.Sprintf("payment of reservation %s uncertain: %s", e.ReservationID, e.Detail)
 }
 
+// PaymentAlreadyAuthorized means a new attempt of the authorize state (after the previous one
+// failed, e.g. crashed after its write) found the payment already AUTHORIZED: the webhook
+// reported to the earlier attempt's task token, which died with that attempt, and no webhook
+// will report to this attempt's one. It is not a failure: the ASL catches it and goes on to
+// confirm the seats (Confirm reads the reservation from the store, not the Catch's output), so
+// only the api and webhook need to call SendTask*. Never retried.
+type PaymentAlreadyAuthorized struct {
+	ReservationID   string
+	PaymentIntentID string
+	// Version is the reservation's version when the step found it authorized.
+	Version int64
+}
+
+func (e *PaymentAlreadyAuthorized) Error() string {
+	return fmt.Sprintf("payment of reservation %s already authorized (PaymentIntent %s, version %d)", e.ReservationID, e.PaymentIntentID, e.Version)
+}
+
 // CustomerCanceled is the error name the api's DELETE sends with SendTaskFailure; the saga
 // then voids and releases. Steps never return it; it is here so every routed name is in one
 // place.
@@ -118,15 +135,16 @@ func (e *ConflictError) Error() string {
 
 // Error names as the ASL spells them.
 const (
-	ErrSeatUnavailable     = "SeatUnavailable"
-	ErrHoldExpired         = "HoldExpired"
-	ErrPaymentDeclined     = "PaymentDeclined"
-	ErrPaymentUncertain    = "PaymentUncertain"
-	ErrCustomerCanceled    = "CustomerCanceled"
-	ErrCaptureFailed       = "CaptureFailed"
-	ErrInvalidRequest      = "InvalidRequest"
-	ErrTransactionConflict = "TransactionConflict"
-	ErrTransientError      = "TransientError"
+	ErrSeatUnavailable          = "SeatUnavailable"
+	ErrHoldExpired              = "HoldExpired"
+	ErrPaymentDeclined          = "PaymentDeclined"
+	ErrPaymentUncertain         = "PaymentUncertain"
+	ErrPaymentAlreadyAuthorized = "PaymentAlreadyAuthorized"
+	ErrCustomerCanceled         = "CustomerCanceled"
+	ErrCaptureFailed            = "CaptureFailed"
+	ErrInvalidRequest           = "InvalidRequest"
+	ErrTransactionConflict      = "TransactionConflict"
+	ErrTransientError           = "TransientError"
 )
 
 // Routable returns the routed error inside err, unwrapped, so the Lambda runtime names it; an
@@ -141,6 +159,7 @@ func Routable(err error) error {
 		expired  *HoldExpired
 		declined *PaymentDeclined
 		unsure   *PaymentUncertain
+		already  *PaymentAlreadyAuthorized
 		canceled *CustomerCanceled
 		capture  *CaptureFailed
 		invalid  *InvalidRequest
@@ -156,6 +175,8 @@ func Routable(err error) error {
 		return declined
 	case errors.As(err, &unsure):
 		return unsure
+	case errors.As(err, &already):
+		return already
 	case errors.As(err, &canceled):
 		return canceled
 	case errors.As(err, &capture):

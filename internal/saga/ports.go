@@ -74,10 +74,12 @@ type Payments interface {
 
 var _ Payments = payment.Provider(nil)
 
-// Tasks reports a waiting task's outcome to Step Functions. The authorize step uses it only
-// when a retried attempt (with a new task token) finds the payment already authorized: the
-// webhook reported the earlier attempt's token, which died with that attempt, and no webhook
-// will come for the new one.
+// Tasks reports a waiting task's outcome to Step Functions.
+//
+// Deprecated: no step uses it. A retried authorize attempt that finds the payment already
+// authorized returns *PaymentAlreadyAuthorized, which the ASL routes to "Confirm seats", so
+// only the api and webhook roles call SendTask*. It stays only while internal/wiring still
+// sets Steps.Tasks; delete both once wiring stops.
 type Tasks interface {
 	SendTaskSuccess(ctx context.Context, taskToken string, output []byte) error
 }

@@ -7,7 +7,9 @@
 // reconcile and failure) and returns its own result, which the ASL places at its ResultPath.
 // The authorize step receives an AuthorizeEvent ({input, taskToken}) and its task completes
 // when someone calls SendTaskSuccess with a PaymentOutcome, or SendTaskFailure with the error
-// PaymentDeclined (the webhook) or CustomerCanceled (the api's DELETE).
+// PaymentDeclined (the webhook) or CustomerCanceled (the api's DELETE), or when the step itself
+// fails: a retried attempt that finds the payment already authorized returns
+// PaymentAlreadyAuthorized, which the ASL catches into "Confirm seats".
 //
 // Steps talk to the inventory and the payment provider through the narrow interfaces in
 // ports.go; every step is idempotent under redelivery and under a crash after its write but

@@ -34,8 +34,9 @@ const maxRounds = 8
 type Steps struct {
 	Store    Store
 	Payments Payments
-	// Tasks is optional; without it a retried authorize attempt that finds the payment
-	// already authorized leaves the report to reconciliation at the hold's deadline.
+	// Tasks is unused.
+	//
+	// Deprecated: see the Tasks type; nothing reads it.
 	Tasks Tasks
 	// Now is the clock; every deadline check uses it.
 	Now     func() time.Time

@@ -677,42 +677,6 @@ func TestRoutable(t *testing.T) {
 	}
 }
 
-type fakeTasks struct {
-	tokens []string
-	fail   error
-}
-
-func (f *fakeTasks) SendTaskSuccess(_ context.Context, token string, _ []byte) error {
-	if f.fail != nil {
-		return f.fail
-	}
-	f.tokens = append(f.tokens, token)
-	return nil
-}
-
-func TestAuthorizeRetryAfterAuthorization(t *testing.T) {
-	h := newHarness(t, reservation.LateSuccessReacquire)
-	tasks := &fakeTasks{}
-	h.steps.Tasks = tasks
-	in := authorized(t, h, "pm_card_visa") // the webhook answered tok1
-	// The same attempt redelivered: nothing to report.
-	if err := h.authorize(in, "tok1"); err != nil || len(tasks.tokens) != 0 {
-		t.Fatalf("redelivery: %v, reported %v", err, tasks.tokens)
-	}
-	// A new attempt after the first one crashed: its token is recorded and answered.
-	if err := h.authorize(in, "tok2"); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(tasks.tokens, []string{"tok2"}) || h.store.get("r1").TaskToken != "tok2" {
-		t.Fatalf("reported %v, stored %q", tasks.tokens, h.store.get("r1").TaskToken)
-	}
-	tasks.fail = errBoom
-	wantErr[*TransientError](t, h.authorize(in, "tok3"))
-	if h.pay.creates != 1 {
-		t.Fatalf("creates %d", h.pay.creates)
-	}
-}
-
 func TestReconcileDecisions(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -859,5 +823,57 @@ func TestCompensateRefundsCapturedMoney(t *testing.T) {
 	}
 	if _, err := h.steps.Compensate(ctx, State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}}); err != nil || h.pay.refunds != 1 {
 		t.Fatalf("re-run refunded again: %v, refunds %d", err, h.pay.refunds)
+	}
+}
+
+// TestResolveCapturesWhatTheExecutionLeft: the sweeper's pass over a reservation whose
+// execution died after Confirm captures once, whatever the capture step managed before dying,
+// also when the saga's own loop allows a single reconcile attempt.
+func TestResolveCapturesWhatTheExecutionLeft(t *testing.T) {
+	uncertain := &payment.Uncertain{Op: payment.OpCapture, Reason: "timeout"}
+	cases := []struct {
+		name     string
+		attempts int
+		// crash runs what the capture step did before the execution died.
+		crash func(h *harness, in Input)
+		want  reservation.PaymentState // before Resolve
+	}{
+		{name: "authorized, capture never ran", attempts: 3, crash: func(*harness, Input) {}, want: reservation.Authorized},
+		{name: "authorized, single reconcile attempt configured", attempts: 1, crash: func(*harness, Input) {}, want: reservation.Authorized},
+		{name: "capture pending, the provider never got it", attempts: 3, crash: func(h *harness, in Input) {
+			h.pay.fail["capture"] = []error{uncertain}
+			h.steps.Capture(context.Background(), State{Input: in})
+		}, want: reservation.CapturePending},
+		{name: "capture pending, the provider captured but the answer was lost", attempts: 3, crash: func(h *harness, in Input) {
+			h.pay.fail["capture"] = []error{uncertain}
+			h.pay.actAndFail["capture"] = true
+			h.steps.Capture(context.Background(), State{Input: in})
+			h.pay.actAndFail["capture"] = false
+		}, want: reservation.CapturePending},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			h.steps.ReconcileAttempts = tc.attempts
+			in := authorized(t, h, "pm_card_visa")
+			if _, err := h.steps.Confirm(ctx, State{Input: in}); err != nil {
+				t.Fatal(err)
+			}
+			tc.crash(h, in)
+			h.expectState("r1", reservation.Confirmed, tc.want)
+			// Found days later, long after the hold's deadline.
+			h.advance(48 * time.Hour)
+			for pass := 1; pass <= 2; pass++ {
+				outcome, err := h.steps.Resolve(ctx, in)
+				if err != nil || outcome != OutcomePaid {
+					t.Fatalf("pass %d: %s %v", pass, outcome, err)
+				}
+				h.expectState("r1", reservation.Confirmed, reservation.Paid)
+				if h.pay.captures != 1 {
+					t.Fatalf("pass %d: %d captures", pass, h.pay.captures)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,198 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/asl"
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+)
+
+// A retried attempt of the authorize state that finds the payment already authorized (the
+// webhook answered the previous attempt's token, which died with it) must not answer its own
+// token: only the api and webhook roles may call SendTask*. It returns *PaymentAlreadyAuthorized,
+// which the ASL catches into "Confirm seats".
+
+func TestAuthorizeRetryAfterAuthorization(t *testing.T) {
+	cases := []struct {
+		name  string
+		token string
+		check func(t *testing.T, h *harness, before reservation.Reservation, err error)
+	}{
+		{
+			name:  "redelivery of the same attempt waits for the webhook's report",
+			token: "tok1",
+			check: func(t *testing.T, h *harness, before reservation.Reservation, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name:  "new attempt ends its wait with PaymentAlreadyAuthorized",
+			token: "tok2",
+			check: func(t *testing.T, h *harness, before reservation.Reservation, err error) {
+				already := wantErr[*PaymentAlreadyAuthorized](t, err)
+				if already.ReservationID != "r1" || already.PaymentIntentID != before.PaymentIntentID || already.Version != before.Version {
+					t.Fatalf("%+v, reservation %+v", already, before)
+				}
+				if n := h.mem.Get(MetricStepOutcome, metrics.Dim{Name: "step", Value: "authorize"}, metrics.Dim{Name: "outcome", Value: "already_authorized"}); n != 1 {
+					t.Fatalf("StepOutcome already_authorized counted %v times", n)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			in := authorized(t, h, "pm_card_visa") // the webhook answered tok1
+			before := h.store.get("r1")
+			events := len(h.store.events)
+			tc.check(t, h, before, h.authorize(in, tc.token))
+			// Nothing is written: the dead token is not recorded, the intent is reused.
+			if after := h.store.get("r1"); after.Version != before.Version || after.TaskToken != "tok1" || len(h.store.events) != events {
+				t.Fatalf("reservation changed: %+v -> %+v", before, after)
+			}
+			if h.pay.creates != 1 || h.pay.status("r1") != "requires_capture" {
+				t.Fatalf("creates %d status %s", h.pay.creates, h.pay.status("r1"))
+			}
+		})
+	}
+}
+
+// TestPaymentAlreadyAuthorizedIsRouted: the handler returns the error unwrapped under the name
+// the ASL catches, and Confirm works from what the Catch leaves at $.payment.
+func TestPaymentAlreadyAuthorizedIsRouted(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, reservation.LateSuccessReacquire)
+	in := authorized(t, h, "pm_card_visa")
+	_, err := h.steps.AuthorizeHandler(ctx, AuthorizeEvent{Input: State{Input: in}, TaskToken: "tok2"})
+	if name := asl.ErrorTypeName(err); name != ErrPaymentAlreadyAuthorized {
+		t.Fatalf("the Lambda runtime would name %v %q", err, name)
+	}
+	if wrapped := fmt.Errorf("authorize: %w", err); Routable(wrapped) != err {
+		t.Fatal("Routable does not unwrap PaymentAlreadyAuthorized")
+	}
+	// The Catch's output, {"Error","Cause"}, at $.payment.
+	caught, _ := json.Marshal(map[string]any{"Error": ErrPaymentAlreadyAuthorized, "Cause": err.Error()})
+	raw, _ := json.Marshal(map[string]any{"reservationId": in.ReservationID, "eventId": in.EventID, "seatIds": in.SeatIDs,
+		"payment": json.RawMessage(caught)})
+	var st State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	for run := 1; run <= 2; run++ {
+		if _, err := h.steps.ConfirmHandler(ctx, st); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		h.expectState("r1", reservation.Confirmed, reservation.Authorized)
+	}
+}
+
+// TestASLAuthorizeRetryAfterTheWebhookAnswered runs the real definition: the authorize step
+// crashes after creating the PaymentIntent and recording its token; while the state backs off,
+// the buyer authorizes and the webhook answers the dead token; the retried attempt's
+// PaymentAlreadyAuthorized is caught into "Confirm seats": the happy path's 5 states, one
+// authorization, one capture.
+func TestASLAuthorizeRetryAfterTheWebhookAnswered(t *testing.T) {
+	r := newASLRun(t, reservation.LateSuccessReacquire)
+	r.crash["authorize"] = 1
+	x := r.start(input("r1", "pm_3ds", "A1"))
+	// Poll without moving the clock: the retry's backoff (fake time) must not elapse yet.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		crashed := r.crash["authorize"] == 0 && r.finished["authorize"] == 1
+		r.mu.Unlock()
+		// The backoff timer is armed once the engine has failed the attempt.
+		if crashed && r.clk.Waiters() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the first authorize attempt to fail")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	first := r.store.get("r1")
+	if first.Payment != reservation.Authorizing || first.TaskToken == "" || r.pay.status("r1") != "requires_action" {
+		t.Fatalf("after the crash: %s %q %s", first.Payment, first.TaskToken, r.pay.status("r1"))
+	}
+	// The buyer finishes 3-D Secure; the webhook records it and reports to the dead token.
+	r.pay.force("r1", "requires_capture")
+	r.webhookAuthorized("r1")
+	out, _ := json.Marshal(PaymentOutcome{PaymentIntentID: first.PaymentIntentID, State: "AUTHORIZED"})
+	if err := r.engine.SendTaskSuccess(first.TaskToken, out); err == nil {
+		t.Fatal("the failed attempt's token was accepted")
+	}
+	snap := r.finish(x)
+	if snap.Status != asl.StatusSucceeded {
+		t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
+	}
+	r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+	var failures []string
+	for _, ev := range x.History() {
+		if ev.Type == "TaskFailed" {
+			failures = append(failures, fmt.Sprint(ev.Details["error"]))
+		}
+	}
+	if len(failures) != 2 || failures[0] != "Lambda.ServiceException" || failures[1] != ErrPaymentAlreadyAuthorized {
+		t.Fatalf("task failures %v", failures)
+	}
+	r.expectState("r1", reservation.Confirmed, reservation.Paid)
+	if r.pay.creates != 1 || r.pay.captures != 1 || r.started["authorize"] != 2 {
+		t.Fatalf("creates %d captures %d authorize runs %d", r.pay.creates, r.pay.captures, r.started["authorize"])
+	}
+}
+
+// TestDefinitionRoutesAlreadyAuthorized: the wait state catches PaymentAlreadyAuthorized into
+// "Confirm seats" ahead of any broader catcher, and no state retries it.
+func TestDefinitionRoutesAlreadyAuthorized(t *testing.T) {
+	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def struct {
+		States map[string]struct {
+			Retry []struct{ ErrorEquals []string }
+			Catch []struct {
+				ErrorEquals []string
+				ResultPath  string
+				Next        string
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &def); err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range def.States {
+		for _, r := range st.Retry {
+			for _, e := range r.ErrorEquals {
+				if e == ErrPaymentAlreadyAuthorized {
+					t.Errorf("%s retries %s", name, e)
+				}
+			}
+		}
+	}
+	wait := def.States["Wait for payment authorization"]
+	for _, c := range wait.Catch {
+		for _, e := range c.ErrorEquals {
+			switch e {
+			case ErrPaymentAlreadyAuthorized:
+				if c.Next != "Confirm seats" || c.ResultPath != "$.payment" {
+					t.Fatalf("caught into %q at %q", c.Next, c.ResultPath)
+				}
+				return
+			case "States.ALL", "States.TaskFailed":
+				t.Fatalf("%s is caught by %s first", ErrPaymentAlreadyAuthorized, e)
+			}
+		}
+	}
+	t.Fatal(errors.New("nothing catches PaymentAlreadyAuthorized on the wait state"))
+}
