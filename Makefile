@@ -65,7 +65,7 @@ vet:
 	go vet ./...
 
 clean:
-	rm -rf cdk.out $(TOOLS)/node_modules $(TOOLS)/bin
+	rm -rf cdk.out bin reports $(TOOLS)/node_modules $(TOOLS)/bin
 
 # cdk synth with the pinned CLI and no AWS credentials: the app (go run ./infra, see cdk.json)
 # builds every lambdas/<name> bootstrap into bin/lambda, synthesizes, and fails on any
