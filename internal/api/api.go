@@ -33,6 +33,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/obs"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
 )
@@ -91,15 +92,7 @@ func New(d Deps) (*Handler, error) {
 		d.MaxSeats = 10
 	}
 	d.MaxSeats = min(d.MaxSeats, reservation.MaxSeatsPerTransaction)
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.Discard{}
-	}
+	d.Now, d.Logger, d.Metrics = obs.Defaults(d.Now, d.Logger, d.Metrics)
 	return &Handler{d: d}, nil
 }
 

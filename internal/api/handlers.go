@@ -180,39 +180,52 @@ func (h *Handler) admit(ctx context.Context, id, eventID string, body CreateRequ
 	return nil
 }
 
-// get handles GET /reservations/{id}. Someone else's reservation is a 404, like a missing
-// one, so ids cannot be probed.
+// get handles GET /reservations/{id}.
 func (h *Handler) get(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, *Error) {
-	customer, ok := customerOf(req)
-	if !ok {
-		return events.APIGatewayProxyResponse{}, errUnauthorized
-	}
-	id := pathParam(req, "id")
-	if !ValidReservationID(id) {
-		return events.APIGatewayProxyResponse{}, notFound("no such reservation")
-	}
-	r, found, e := h.read(ctx, id)
+	id, r, ex, e := h.lookup(ctx, req)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, e
 	}
-	if found {
-		if r.CustomerID != customer {
-			return events.APIGatewayProxyResponse{}, notFound("no such reservation")
-		}
+	if ex == nil {
 		return jsonResponse(http.StatusOK, h.withPayment(ctx, r, viewOf(r))), nil
-	}
-	ex, err := h.describe(ctx, id)
-	if err != nil {
-		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "describe execution", err, "reservationId", id)
-	}
-	if ex == nil || ex.input.CustomerID != customer {
-		return events.APIGatewayProxyResponse{}, notFound("no such reservation")
 	}
 	view, e := h.status(ctx, id, ex)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, e
 	}
 	return jsonResponse(http.StatusOK, view), nil
+}
+
+// lookup finds the caller's reservation named by the path: the stored one, or (ex non-nil)
+// the execution of one the Claim step has not written. Someone else's reservation is a 404,
+// like a missing one, so ids cannot be probed.
+func (h *Handler) lookup(ctx context.Context, req events.APIGatewayProxyRequest) (string, reservation.Reservation, *execution, *Error) {
+	customer, ok := customerOf(req)
+	if !ok {
+		return "", reservation.Reservation{}, nil, errUnauthorized
+	}
+	id := pathParam(req, "id")
+	if !ValidReservationID(id) {
+		return "", reservation.Reservation{}, nil, notFound("no such reservation")
+	}
+	r, found, e := h.read(ctx, id)
+	if e != nil {
+		return "", reservation.Reservation{}, nil, e
+	}
+	if found {
+		if r.CustomerID != customer {
+			return "", reservation.Reservation{}, nil, notFound("no such reservation")
+		}
+		return id, r, nil, nil
+	}
+	ex, err := h.describe(ctx, id)
+	if err != nil {
+		return "", reservation.Reservation{}, nil, h.serverError(ctx, "describe execution", err, "reservationId", id)
+	}
+	if ex == nil || ex.input.CustomerID != customer {
+		return "", reservation.Reservation{}, nil, notFound("no such reservation")
+	}
+	return id, reservation.Reservation{}, ex, nil
 }
 
 // status is the view of a reservation whose execution exists: the stored reservation when the
@@ -268,26 +281,11 @@ func (h *Handler) read(ctx context.Context, id string) (reservation.Reservation,
 // waiting task with CustomerCanceled, and the saga voids and releases. Repeating it is
 // harmless; a confirmed reservation cannot be canceled here.
 func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, *Error) {
-	customer, ok := customerOf(req)
-	if !ok {
-		return events.APIGatewayProxyResponse{}, errUnauthorized
-	}
-	id := pathParam(req, "id")
-	if !ValidReservationID(id) {
-		return events.APIGatewayProxyResponse{}, notFound("no such reservation")
-	}
-	r, found, e := h.read(ctx, id)
+	id, r, ex, e := h.lookup(ctx, req)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, e
 	}
-	if !found {
-		ex, err := h.describe(ctx, id)
-		if err != nil {
-			return events.APIGatewayProxyResponse{}, h.serverError(ctx, "describe execution", err, "reservationId", id)
-		}
-		if ex == nil || ex.input.CustomerID != customer {
-			return events.APIGatewayProxyResponse{}, notFound("no such reservation")
-		}
+	if ex != nil {
 		if ex.status == sfntypes.ExecutionStatusRunning {
 			return events.APIGatewayProxyResponse{}, notReady()
 		}
@@ -296,9 +294,6 @@ func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 			return events.APIGatewayProxyResponse{}, e
 		}
 		return jsonResponse(http.StatusOK, view), nil
-	}
-	if r.CustomerID != customer {
-		return events.APIGatewayProxyResponse{}, notFound("no such reservation")
 	}
 	log := h.d.Logger.With("reservationId", id, "correlationId", r.CorrelationID)
 	switch {

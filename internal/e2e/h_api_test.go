@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,29 +35,7 @@ func (r hResponse) str(key string) string {
 // key "" sends no Idempotency-Key header).
 func hCall(e *Env, method, path, customer, key, body string) hResponse {
 	e.T.Helper()
-	req, err := http.NewRequestWithContext(e.Ctx, method, e.Stack.Endpoints.API+path, strings.NewReader(body))
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	if customer != "" {
-		token, err := e.Stack.Token(customer)
-		if err != nil {
-			e.T.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if key != "" {
-		req.Header.Set(api.IdempotencyKeyHeader, key)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.T.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	resp, raw := e.send(method, path, customer, key, body)
 	out := hResponse{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
 	_ = json.Unmarshal(raw, &out.Body)
 	return out

@@ -3,14 +3,13 @@ package invariants
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
@@ -50,19 +49,6 @@ type Scanner interface {
 	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
-// Item attribute names of seats and reservations as internal/inventory writes them (its decoders
-// are unexported; the names are the stored contract).
-const (
-	attrSeatState       = "state"
-	attrInventoryState  = "inventoryState"
-	attrPaymentState    = "paymentState"
-	attrSeatIDs         = "seatIds"
-	attrVersion         = "version"
-	attrAmount          = "amount"
-	attrCurrency        = "currency"
-	attrPaymentIntentID = "paymentIntentId"
-)
-
 // DynamoDB reads seats and reservations with strongly consistent full scans.
 type DynamoDB struct {
 	Client Scanner
@@ -92,17 +78,17 @@ func (d DynamoDB) scan(ctx context.Context, logical string, each func(map[string
 func (d DynamoDB) Seats(ctx context.Context) ([]Seat, error) {
 	var out []Seat
 	err := d.scan(ctx, tables.SeatsTable, func(item map[string]types.AttributeValue) error {
-		at, err := timeAttr(item, tables.AttrHoldExpiresAt)
+		st, err := inventory.DecodeSeat(item)
 		if err != nil {
-			return fmt.Errorf("seat %s: %w", strAttr(item, tables.AttrSeatKey), err)
+			return err
 		}
 		out = append(out, Seat{
-			EventID:       strAttr(item, tables.AttrEventID),
-			SeatID:        strAttr(item, tables.AttrSeatID),
-			State:         strAttr(item, attrSeatState),
-			ReservationID: strAttr(item, tables.AttrReservationID),
-			HoldExpiresAt: at,
-			Version:       numAttr(item, attrVersion),
+			EventID:       st.EventID,
+			SeatID:        st.SeatID,
+			State:         string(st.State),
+			ReservationID: st.ReservationID,
+			HoldExpiresAt: st.HoldExpiresAt,
+			Version:       st.Version,
 		})
 		return nil
 	})
@@ -113,28 +99,21 @@ func (d DynamoDB) Seats(ctx context.Context) ([]Seat, error) {
 func (d DynamoDB) Reservations(ctx context.Context) ([]Reservation, error) {
 	var out []Reservation
 	err := d.scan(ctx, tables.ReservationsTable, func(item map[string]types.AttributeValue) error {
-		id := strAttr(item, tables.AttrReservationID)
-		at, err := timeAttr(item, tables.AttrHoldExpiresAt)
+		res, err := inventory.DecodeReservation(item)
 		if err != nil {
-			return fmt.Errorf("reservation %s: %w", id, err)
+			return err
 		}
 		r := Reservation{
-			ID:              id,
-			EventID:         strAttr(item, tables.AttrEventID),
-			State:           strAttr(item, attrInventoryState),
-			PaymentState:    strAttr(item, attrPaymentState),
-			HoldExpiresAt:   at,
-			Version:         numAttr(item, attrVersion),
-			Amount:          numAttr(item, attrAmount),
-			Currency:        strAttr(item, attrCurrency),
-			PaymentIntentID: strAttr(item, attrPaymentIntentID),
-		}
-		if l, ok := item[attrSeatIDs].(*types.AttributeValueMemberL); ok {
-			for _, v := range l.Value {
-				if s, ok := v.(*types.AttributeValueMemberS); ok {
-					r.SeatIDs = append(r.SeatIDs, s.Value)
-				}
-			}
+			ID:              res.ID,
+			EventID:         res.EventID,
+			SeatIDs:         res.SeatIDs,
+			State:           string(res.Inventory),
+			PaymentState:    string(res.Payment),
+			HoldExpiresAt:   res.HoldExpiresAt,
+			Version:         res.Version,
+			Amount:          res.Amount,
+			Currency:        res.Currency,
+			PaymentIntentID: res.PaymentIntentID,
 		}
 		_, hasRecon := item[tables.AttrReconSince]
 		r.InReconciliation = r.PaymentState == NeedsReconciliation || hasRecon
@@ -142,33 +121,4 @@ func (d DynamoDB) Reservations(ctx context.Context) ([]Reservation, error) {
 		return nil
 	})
 	return out, err
-}
-
-func strAttr(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func numAttr(item map[string]types.AttributeValue, name string) int64 {
-	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
-		n, _ := strconv.ParseInt(v.Value, 10, 64)
-		return n
-	}
-	return 0
-}
-
-// timeAttr reads an instant stored as an RFC 3339 string (inventory writes fixed-width UTC with
-// nanoseconds, which RFC3339Nano parses).
-func timeAttr(item map[string]types.AttributeValue, name string) (time.Time, error) {
-	s := strAttr(item, name)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("attribute %s: %w", name, err)
-	}
-	return t, nil
 }

@@ -187,7 +187,9 @@ func (ir *itemReader) time(name string) time.Time {
 	return t
 }
 
-func reservationFromItem(item map[string]types.AttributeValue) (reservation.Reservation, error) {
+// DecodeReservation reads a Reservations table item as the Store wrote it; an unknown state or
+// a malformed number or instant is an error naming the reservation.
+func DecodeReservation(item map[string]types.AttributeValue) (reservation.Reservation, error) {
 	ir := &itemReader{item: item}
 	r := reservation.Reservation{
 		ID:              ir.str(tables.AttrReservationID),
@@ -229,7 +231,9 @@ func reservationFromItem(item map[string]types.AttributeValue) (reservation.Rese
 	return r, nil
 }
 
-func seatFromItem(item map[string]types.AttributeValue) (reservation.Seat, error) {
+// DecodeSeat reads a Seats table item as the Store wrote it; an unknown state or a malformed
+// number or instant is an error naming the seat.
+func DecodeSeat(item map[string]types.AttributeValue) (reservation.Seat, error) {
 	ir := &itemReader{item: item}
 	st := reservation.Seat{
 		EventID:       ir.str(tables.AttrEventID),

@@ -59,7 +59,7 @@ func (st *Store) queryShards(ctx context.Context, index, shardAttr, sortAttr str
 				return nil, fmt.Errorf("inventory: query %s shard %d: %w", index, shard, err)
 			}
 			for _, item := range page.Items {
-				r, err := reservationFromItem(item)
+				r, err := DecodeReservation(item)
 				if err != nil {
 					return nil, err
 				}
@@ -93,7 +93,7 @@ func (st *Store) SeatsOfEvent(ctx context.Context, eventID string) ([]reservatio
 			return nil, fmt.Errorf("inventory: seats of event %s: %w", eventID, err)
 		}
 		for _, item := range page.Items {
-			seat, err := seatFromItem(item)
+			seat, err := DecodeSeat(item)
 			if err != nil {
 				return nil, err
 			}

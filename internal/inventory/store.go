@@ -127,7 +127,7 @@ func (st *Store) get(ctx context.Context, id string) (reservation.Reservation, i
 	if len(out.Item) == 0 {
 		return reservation.Reservation{}, 0, &reservation.NotFound{ReservationID: id}
 	}
-	r, err := reservationFromItem(out.Item)
+	r, err := DecodeReservation(out.Item)
 	ir := &itemReader{item: out.Item}
 	return r, ir.num(attrRevision), err
 }
@@ -144,7 +144,7 @@ func (st *Store) GetSeat(ctx context.Context, eventID, seatID string) (seat rese
 	if len(out.Item) == 0 {
 		return reservation.Seat{}, false, nil
 	}
-	seat, err = seatFromItem(out.Item)
+	seat, err = DecodeSeat(out.Item)
 	return seat, err == nil, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/invariants"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/wiring"
 )
 
 // startRelay plays the Outbox table's stream event source mapping: a reader polls DynamoDB
@@ -21,8 +22,7 @@ func (st *Stack) startRelay(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("localstack: %w", err)
 	}
-	st.relay = &relay.Relay{Bus: st.Bus, EventBusName: st.AppConfig.EventBusName, Metrics: st.Metrics, Log: st.log}
-	if err := st.relay.Validate(); err != nil {
+	if st.relay, err = wiring.Relay(st.base, st.Bus); err != nil {
 		return fmt.Errorf("localstack: relay: %w", err)
 	}
 	// The stream reader hands batches to the relay in process; the function is registered too,

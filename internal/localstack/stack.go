@@ -30,6 +30,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sfnlocal"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/wiring"
 )
 
 // Endpoints are the base URLs of the local services.
@@ -84,8 +85,10 @@ type Stack struct {
 	// Definition is the ASL the engine runs (statemachine/reservation.asl.json).
 	Definition []byte
 
-	cfg    Config
-	log    *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// base is what every handler was built from (internal/wiring).
+	base   *wiring.Base
 	ctx    context.Context
 	cancel context.CancelFunc
 

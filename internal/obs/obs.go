@@ -12,8 +12,11 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
 )
 
 // Attribute names on every line that has them.
@@ -275,4 +278,19 @@ func scrub(path []string, v any) any {
 		return RedactString(t)
 	}
 	return v
+}
+
+// Defaults fills what a handler's constructor was not given of the clock, logger and metrics
+// recorder every handler takes: time.Now, slog.Default() and a recorder that drops everything.
+func Defaults(now func() time.Time, logger *slog.Logger, recorder metrics.Recorder) (func() time.Time, *slog.Logger, metrics.Recorder) {
+	if now == nil {
+		now = time.Now
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if recorder == nil {
+		recorder = metrics.Discard{}
+	}
+	return now, logger, recorder
 }

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/obs"
 )
 
@@ -203,5 +205,34 @@ func TestRedactString(t *testing.T) {
 		if got := obs.RedactString(tc.in); got != tc.want {
 			t.Errorf("RedactString(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	fixed := func() time.Time { return time.Unix(1, 0) }
+	logger := slog.New(slog.DiscardHandler)
+	recorder := metrics.NewMemory()
+	cases := []struct {
+		name     string
+		now      func() time.Time
+		logger   *slog.Logger
+		recorder metrics.Recorder
+	}{
+		{name: "nothing given"},
+		{name: "everything given", now: fixed, logger: logger, recorder: recorder},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			now, l, r := obs.Defaults(tc.now, tc.logger, tc.recorder)
+			if now == nil || l == nil || r == nil {
+				t.Fatal("left unset")
+			}
+			if tc.now != nil && (now().Unix() != 1 || l != logger || r != recorder) {
+				t.Fatal("replaced what was given")
+			}
+			if tc.now == nil && (l != slog.Default() || r != metrics.Recorder(metrics.Discard{})) {
+				t.Fatalf("defaults %v %T", l, r)
+			}
+		})
 	}
 }

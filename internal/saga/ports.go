@@ -73,13 +73,3 @@ type Payments interface {
 }
 
 var _ Payments = payment.Provider(nil)
-
-// Tasks reports a waiting task's outcome to Step Functions.
-//
-// Deprecated: no step uses it. A retried authorize attempt that finds the payment already
-// authorized returns *PaymentAlreadyAuthorized, which the ASL routes to "Confirm seats", so
-// only the api and webhook roles call SendTask*. It stays only while internal/wiring still
-// sets Steps.Tasks; delete both once wiring stops.
-type Tasks interface {
-	SendTaskSuccess(ctx context.Context, taskToken string, output []byte) error
-}

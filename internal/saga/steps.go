@@ -34,10 +34,6 @@ const maxRounds = 8
 type Steps struct {
 	Store    Store
 	Payments Payments
-	// Tasks is unused.
-	//
-	// Deprecated: see the Tasks type; nothing reads it.
-	Tasks Tasks
 	// Now is the clock; every deadline check uses it.
 	Now     func() time.Time
 	Log     *slog.Logger

@@ -321,13 +321,7 @@ func (s *Server) lookupMachine(arn string) (*machine, string, error) {
 }
 
 func (s *Server) describeStateMachineForExecution(body json.RawMessage) (any, error) {
-	var in struct {
-		ExecutionArn string `json:"executionArn"`
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	x, err := s.lookupExecution(in.ExecutionArn)
+	x, err := s.executionOf(body)
 	if err != nil {
 		return nil, err
 	}
@@ -487,6 +481,17 @@ func newExecutionName() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
+// executionOf looks up the execution a request names by its executionArn alone.
+func (s *Server) executionOf(body json.RawMessage) (*asl.Execution, error) {
+	var in struct {
+		ExecutionArn string `json:"executionArn"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	return s.lookupExecution(in.ExecutionArn)
+}
+
 func (s *Server) lookupExecution(arn string) (*asl.Execution, error) {
 	if err := checkExecutionARN(arn); err != nil {
 		return nil, err
@@ -499,13 +504,7 @@ func (s *Server) lookupExecution(arn string) (*asl.Execution, error) {
 }
 
 func (s *Server) describeExecution(body json.RawMessage) (any, error) {
-	var in struct {
-		ExecutionArn string `json:"executionArn"`
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	x, err := s.lookupExecution(in.ExecutionArn)
+	x, err := s.executionOf(body)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/obs"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
 )
@@ -138,15 +139,7 @@ func New(d Deps) (*Sweeper, error) {
 	if d.Concurrency <= 0 {
 		d.Concurrency = DefaultConcurrency
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.Discard{}
-	}
+	d.Now, d.Logger, d.Metrics = obs.Defaults(d.Now, d.Logger, d.Metrics)
 	return &Sweeper{d: d}, nil
 }
 

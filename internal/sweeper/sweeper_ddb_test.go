@@ -1,4 +1,4 @@
-package sweeper
+package sweeper_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/sweeper"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/wiring"
 )
@@ -101,7 +102,7 @@ func newDDBRig(t *testing.T) *ddbRig {
 	return &ddbRig{env: env, clock: c, inv: inv}
 }
 
-func (r *ddbRig) sweeper(t *testing.T, now func() time.Time, provider saga.Payments) *Sweeper {
+func (r *ddbRig) sweeper(t *testing.T, now func() time.Time, provider saga.Payments) *sweeper.Sweeper {
 	t.Helper()
 	cfg := config.Config{Tables: r.env.Names, Hold: 10 * time.Minute, MaxSeats: 10, LateSuccessPolicy: "reacquire"}
 	steps, err := wiring.NewSteps(cfg, wiring.SagaDeps{DynamoDB: r.env.Client, Payments: provider, Now: now,
@@ -113,7 +114,7 @@ func (r *ddbRig) sweeper(t *testing.T, now func() time.Time, provider saga.Payme
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Deps{Backlog: inv, Expirer: inv, Reconciler: steps, SFN: &fakeSFN{}, StateMachineARN: machine,
+	s, err := sweeper.New(sweeper.Deps{Backlog: inv, Expirer: inv, Reconciler: steps, SFN: &sweeper.FakeSFN{}, StateMachineARN: sweeper.Machine,
 		Grace: 2 * time.Minute, Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +166,7 @@ func TestSweeperReleasesOrphanedHoldOnDynamoDB(t *testing.T) {
 	now := func() time.Time { return later }
 
 	var wg sync.WaitGroup
-	results := make([]Result, 3)
+	results := make([]sweeper.Result, 3)
 	for i := range results {
 		s := r.sweeper(t, now, &authorizedProvider{})
 		wg.Add(1)
@@ -249,7 +250,7 @@ func TestSweeperRacingConfirmOnDynamoDB(t *testing.T) {
 
 		var wg sync.WaitGroup
 		var confirmErr error
-		var sweep Result
+		var sweep sweeper.Result
 		wg.Add(2)
 		go func() {
 			defer wg.Done()

@@ -5,13 +5,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/seatsaga/seatsaga/internal/payment"
-	"github.com/seatsaga/seatsaga/internal/wiring"
 )
 
-// The real adapters satisfy the handler's narrow interfaces.
+// The real adapters satisfy the handler's narrow interfaces (internal/wiring asserts that its
+// StoreAdapter satisfies Store: wiring imports this package).
 var (
 	_ StepFunctions = (*sfn.Client)(nil)
-	_ Store         = wiring.StoreAdapter{}
 	_ Payments      = payment.Provider(nil)
 	_ DynamoDB      = (*dynamodb.Client)(nil)
 	_ DedupeStore   = (*DynamoDedupe)(nil)

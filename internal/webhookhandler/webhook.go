@@ -31,6 +31,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/obs"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
@@ -96,15 +97,7 @@ func New(d Deps) (*Handler, error) {
 	case d.SFN == nil:
 		return nil, errors.New("webhookhandler: SFN is required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.Discard{}
-	}
+	d.Now, d.Logger, d.Metrics = obs.Defaults(d.Now, d.Logger, d.Metrics)
 	if d.CallbackLease <= 0 {
 		d.CallbackLease = DefaultCallbackLease
 	}

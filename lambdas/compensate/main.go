@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -15,8 +13,7 @@ import (
 func main() {
 	steps, err := wiring.LambdaSteps(context.Background())
 	if err != nil {
-		slog.Error("cold start failed", "function", "compensate", "error", err.Error())
-		os.Exit(1)
+		wiring.ExitColdStart("compensate", err)
 	}
 	lambda.Start(steps.CompensateHandler)
 }
