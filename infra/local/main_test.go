@@ -72,3 +72,41 @@ func TestSaleFlagsScaleTheClock(t *testing.T) {
 		t.Fatal("stray argument accepted")
 	}
 }
+
+func TestPricingFlags(t *testing.T) {
+	cases := []struct {
+		name     string
+		flags    pricingFlags
+		wantErr  bool
+		describe string // for 60 seats
+	}{
+		{"tiers by row", pricingFlags{prices: "7500, 5000,2500", row: 20, currency: "eur"}, false, "rows of 20: 75.00 / 50.00 / 25.00 EUR"},
+		{"flat", pricingFlags{prices: "5000", row: 10, currency: "EUR"}, false, "50.00 EUR per seat"},
+		{"zero price", pricingFlags{prices: "5000,0", row: 10, currency: "EUR"}, true, ""},
+		{"not a number", pricingFlags{prices: "50.00", row: 10, currency: "EUR"}, true, ""},
+		{"no price", pricingFlags{prices: " , ", row: 10, currency: "EUR"}, true, ""},
+		{"bad currency", pricingFlags{prices: "5000", row: 10, currency: "euro"}, true, ""},
+		{"no row size", pricingFlags{prices: "5000", row: 0, currency: "EUR"}, true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := c.flags.pricing()
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err %v, want error %v", err, c.wantErr)
+			}
+			if err == nil && describePricing(p, 60) != c.describe {
+				t.Fatalf("described as %q, want %q", describePricing(p, 60), c.describe)
+			}
+		})
+	}
+	f, err := parseSaleFlags("demo", []string{"-price", "4000,2000", "-row", "5", "-currency", "usd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := stackConfig(f, nil); cfg.Pricing.PriceOf(4) != 4000 || cfg.Pricing.PriceOf(5) != 2000 || cfg.Pricing.CurrencyOrDefault() != "USD" {
+		t.Fatalf("stack pricing %+v", cfg.Pricing)
+	}
+	if _, err := parseSaleFlags("demo", []string{"-price", "-1"}); err == nil {
+		t.Fatal("negative price accepted")
+	}
+}

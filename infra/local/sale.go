@@ -41,6 +41,9 @@ type saleFlags struct {
 	policy                               string
 	sample                               time.Duration
 	faultCap                             int
+	prices                               pricingFlags
+	// pricing is what prices parsed to.
+	pricing localstack.Pricing
 }
 
 func defaultsFor(mode string) saleFlags {
@@ -53,6 +56,9 @@ func defaultsFor(mode string) saleFlags {
 		seed: 1, poll: 100 * time.Millisecond, buyerTimeout: 90 * time.Second, settle: 2 * time.Minute,
 		reportPath: "reports/demo.html", logPath: "reports/demo.log", policy: "reacquire", sample: 500 * time.Millisecond,
 		faultCap: 2,
+		// Three price tiers by row, so that every capture is checked against seats of
+		// different prices (invariant capture-equals-seat-prices).
+		prices: pricingFlags{prices: "7500,5000,2500", row: 20, currency: "EUR"},
 	}
 	if mode == "load" {
 		f.seats, f.buyers, f.concurrency = 1000, 10000, 64
@@ -94,6 +100,7 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	fs.StringVar(&f.outPath, "out", f.outPath, "JSON result file to write (empty: none)")
 	fs.StringVar(&f.logPath, "log", f.logPath, "file for the stack's JSON logs (empty: discard)")
 	fs.IntVar(&f.inspect, "inspect", f.inspect, "print the inspection of this many reservations, one per outcome")
+	f.prices.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -102,6 +109,10 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	}
 	if f.scale <= 0 || f.seats <= 0 || f.buyers <= 0 {
 		return f, fmt.Errorf("-scale, -seats and -buyers must be positive")
+	}
+	var err error
+	if f.pricing, err = f.prices.pricing(); err != nil {
+		return f, err
 	}
 	return f, nil
 }
@@ -153,7 +164,8 @@ func stackConfig(f saleFlags, logger *slog.Logger) localstack.Config {
 			WebhookReorderWindow:   time.Duration(f.scale) * time.Second,
 			Seed:                   f.seed,
 		},
-		Logger: logger,
+		Pricing: f.pricing,
+		Logger:  logger,
 	}
 }
 
@@ -215,8 +227,8 @@ func runSale(ctx context.Context, mode string, args []string) error {
 		}
 	}()
 	plan := faultPlan(f)
-	fmt.Fprintf(os.Stderr, "%s: %d buyers for %d seats (%d each), clock ×%g, hold %s (%s wall), faults %+v\n",
-		mode, f.buyers, f.seats, f.perBuyer, f.scale, f.hold, time.Duration(float64(f.hold)/f.scale).Round(time.Second), plan)
+	fmt.Fprintf(os.Stderr, "%s: %d buyers for %d seats (%d each; %s), clock ×%g, hold %s (%s wall), faults %+v\n",
+		mode, f.buyers, f.seats, f.perBuyer, describePricing(f.pricing, f.seats), f.scale, f.hold, time.Duration(float64(f.hold)/f.scale).Round(time.Second), plan)
 
 	bar := newProgress(os.Stderr, f.buyers)
 	res, err := st.RunSale(ctx, localstack.SaleOptions{

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
@@ -35,7 +36,13 @@ func runUp(ctx context.Context, args []string) error {
 	hold := fs.Duration("hold", 10*time.Minute, "hold duration in stack time")
 	statePath := fs.String("state", defaultStackFile, "where to write the endpoints for `inspect`")
 	logPath := fs.String("log", "reports/up.log", "file for the stack's JSON logs (empty: discard)")
+	prices := pricingFlags{prices: "9000,6500,4000", row: 10, currency: "EUR"}
+	prices.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pricing, err := prices.pricing()
+	if err != nil {
 		return err
 	}
 	logger, closeLog, err := openLog(*logPath)
@@ -43,7 +50,7 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeLog()
-	cfg := localstack.Config{Hold: *hold, Logger: logger}
+	cfg := localstack.Config{Hold: *hold, Logger: logger, Pricing: pricing}
 	if *scale != 1 {
 		cfg.Clock = clock.NewScaled(clock.Real{}, *scale)
 		cfg.WebhookTolerance = time.Duration(*scale) * 5 * time.Minute
@@ -73,6 +80,7 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	e := st.Endpoints
+	cur := strings.ToLower(pricing.CurrencyOrDefault())
 	fmt.Printf(`seatsaga local stack is up (Ctrl-C stops it)
 
   API (API Gateway)      %s
@@ -84,16 +92,26 @@ func runUp(ctx context.Context, args []string) error {
   logs                   %s
   stack file             %s
 
-event %q has %d seats (%s … %s)
+event %q has %d seats (%s … %s), priced %s
+
+The server charges the sum of the seats' prices. "amount" and "currency" are optional: send
+them to state the price you showed the buyer, and a different price is refused with
+409 price_changed (the answer carries the current "amount" and "currency").
 
 dev token for %q (valid 24 h):
   export TOKEN=%s
 
-book a seat:
+book a seat (charged its price, %d minor units of %s):
   curl -s -X POST %s/events/%s/reservations \
     -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: my-first-booking" \
     -H "Content-Type: application/json" \
-    -d '{"seatIds":["%s"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}'
+    -d '{"seatIds":["%s"],"paymentMethod":"pm_card_visa"}'
+
+book one, stating the price you expect (refused with 409 price_changed if it differs):
+  curl -s -X POST %s/events/%s/reservations \
+    -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: my-second-booking" \
+    -H "Content-Type: application/json" \
+    -d '{"seatIds":["%s"],"amount":%d,"currency":"%s","paymentMethod":"pm_card_visa"}'
 
 follow it (use the reservationId from the answer):
   curl -s %s/reservations/<reservationId> -H "Authorization: Bearer $TOKEN"
@@ -102,8 +120,10 @@ follow it (use the reservationId from the answer):
 cancel while paying (e.g. with "paymentMethod":"pm_sim_threeDSecureAbandoned"):
   curl -s -X DELETE %s/reservations/<reservationId> -H "Authorization: Bearer $TOKEN"
 `, e.API, e.StepFunctions, st.StateMachineARN, e.Lambda, e.DynamoDB, st.Names.Prefix, e.Payments, admin, *logPath, *statePath,
-		*eventID, len(ids), ids[0], ids[len(ids)-1], *customer, token,
-		e.API, *eventID, ids[0], e.API, e.API)
+		*eventID, len(ids), ids[0], ids[len(ids)-1], describePricing(pricing, len(ids)), *customer, token,
+		pricing.PriceOf(0), cur, e.API, *eventID, ids[0],
+		e.API, *eventID, ids[len(ids)-1], pricing.PriceOf(len(ids)-1), cur,
+		e.API, e.API)
 	<-ctx.Done()
 	fmt.Println("\nstopping…")
 	return nil

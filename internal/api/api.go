@@ -11,6 +11,22 @@
 // saga. Every bad input is refused with a 4xx JSON body {code, message} before anything is
 // written or started.
 //
+// Price: the server prices every reservation. The amount charged is the sum of the requested
+// seats' prices (priceMinor and currency on each Seats item, written by inventory.CreateSeats);
+// the body's amount and currency are optional and, when present, must equal the server's
+// figures. The contract of POST, beyond input validation:
+//
+//	409 seat_not_priced   a requested seat has no price: the event is not on sale for it
+//	422 mixed_currency    the requested seats are priced in more than one currency
+//	422 amount_too_large  the seats together cost more than MaxAmount
+//	409 price_changed     the stated amount or currency differs from the server's price; the
+//	                      error body carries the server's "amount" and "currency" so a client
+//	                      showing a stale price can show the right one and ask again
+//
+// price_changed is a 409 (the request was well formed but conflicts with the catalog's current
+// state), like seats_unavailable. Currencies go out in lower case (Stripe's form); seats and
+// reservations store them in upper case (ISO 4217's form).
+//
 // Events catalog: seatsaga has no Events table. An event exists iff the Seats table has a seat
 // for it, and it is on sale unless the requested seats carry onSaleFrom/onSaleUntil bounds that
 // exclude now (see DynamoCatalog).

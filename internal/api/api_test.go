@@ -43,7 +43,8 @@ func newRig(t testing.TB) *rig {
 		metrics: metrics.NewMemory(),
 	}
 	for _, s := range []string{"A1", "A2", "A3", "B1"} {
-		r.cat.seats["ev1#"+s] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: s, State: reservation.Available}}
+		r.cat.seats["ev1#"+s] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: s, State: reservation.Available,
+			PriceMinor: 2500, Currency: "EUR"}}
 	}
 	h, err := New(Deps{
 		Reservations: r.res, Seats: r.cat, SFN: r.sfn, Payments: r.pay,
@@ -161,10 +162,12 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		{"unknown event", "alice", "nope", "k1", goodBody, nil, 404, "event_not_found"},
 		{"unknown seat", "alice", "ev1", "k1", `{"seatIds":["A1","Z9"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "unknown_seat"},
 		{"seat taken", "alice", "ev1", "k1", goodBody, func(r *rig) {
-			r.cat.seats["ev1#A2"] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: "A2", State: reservation.Confirmed, ReservationID: "r_other"}}
+			r.cat.seats["ev1#A2"] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: "A2", State: reservation.Confirmed, ReservationID: "r_other",
+				PriceMinor: 2500, Currency: "EUR"}}
 		}, 409, "seats_unavailable"},
 		{"seat held by a live hold", "alice", "ev1", "k1", goodBody, func(r *rig) {
-			r.cat.seats["ev1#A1"] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: "A1", State: reservation.Held, ReservationID: "r_other", HoldExpiresAt: testNow.Add(time.Minute)}}
+			r.cat.seats["ev1#A1"] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: "A1", State: reservation.Held, ReservationID: "r_other", HoldExpiresAt: testNow.Add(time.Minute),
+				PriceMinor: 2500, Currency: "EUR"}}
 		}, 409, "seats_unavailable"},
 		{"not on sale yet", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			cs := r.cat.seats["ev1#A1"]
@@ -176,13 +179,37 @@ func TestCreateRefusesBadInput(t *testing.T) {
 			cs.OnSaleUntil = testNow
 			r.cat.seats["ev1#A2"] = cs
 		}, 409, "not_on_sale"},
-		{"amount does not match the seat prices", "alice", "ev1", "k1", goodBody, func(r *rig) {
+		{"seat price went up", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			cs := r.cat.seats["ev1#A2"]
+			cs.Seat.PriceMinor = 3000
+			r.cat.seats["ev1#A2"] = cs
+		}, 409, "price_changed"},
+		{"amount below the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 409, "price_changed"},
+		{"amount without currency below the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":2499,"paymentMethod":"pm"}`, nil, 409, "price_changed"},
+		{"currency differs from the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"amount":5000,"currency":"usd","paymentMethod":"pm"}`, nil, 409, "price_changed"},
+		{"currency alone differs", "alice", "ev1", "k1", `{"seatIds":["A1"],"currency":"usd","paymentMethod":"pm"}`, nil, 409, "price_changed"},
+		{"seat without a price", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"paymentMethod":"pm"}`, func(r *rig) {
+			cs := r.cat.seats["ev1#A2"]
+			cs.Seat.PriceMinor, cs.Seat.Currency = 0, ""
+			r.cat.seats["ev1#A2"] = cs
+		}, 409, "seat_not_priced"},
+		{"seat with a price but no currency", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			cs := r.cat.seats["ev1#A1"]
+			cs.Seat.Currency = ""
+			r.cat.seats["ev1#A1"] = cs
+		}, 409, "seat_not_priced"},
+		{"seats in two currencies", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"paymentMethod":"pm"}`, func(r *rig) {
+			cs := r.cat.seats["ev1#A2"]
+			cs.Seat.Currency = "USD"
+			r.cat.seats["ev1#A2"] = cs
+		}, 422, "mixed_currency"},
+		{"seats cost more than one reservation may charge", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"paymentMethod":"pm"}`, func(r *rig) {
 			for _, s := range []string{"A1", "A2"} {
 				cs := r.cat.seats["ev1#"+s]
-				cs.PriceMinor, cs.Currency = 2000, "eur"
+				cs.Seat.PriceMinor = MaxAmount
 				r.cat.seats["ev1#"+s] = cs
 			}
-		}, 400, "amount_mismatch"},
+		}, 422, "amount_too_large"},
 		{"catalog unavailable", "alice", "ev1", "k1", goodBody, func(r *rig) { r.cat.err = fmt.Errorf("read: %w", errBoom) }, 500, "internal"},
 		{"catalog throttled", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.cat.err = fmt.Errorf("read: %w", &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"})
@@ -255,7 +282,7 @@ func TestCreateStartsOneExecutionPerKey(t *testing.T) {
 		t.Fatalf("other body: %d %s", other.StatusCode, other.Body)
 	}
 	// Another customer's same key is another reservation.
-	bob := r.do(t, postReq("bob", "ev1", "key-1", `{"seatIds":["A3"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`))
+	bob := r.do(t, postReq("bob", "ev1", "key-1", `{"seatIds":["A3"],"amount":2500,"currency":"eur","paymentMethod":"pm_card_visa"}`))
 	if bob.StatusCode != 202 || decode[ReservationStatus](t, bob).ReservationID == wantID {
 		t.Fatalf("bob: %d %s", bob.StatusCode, bob.Body)
 	}
@@ -299,14 +326,57 @@ func TestCreateRaceWithConcurrentRetry(t *testing.T) {
 func TestCreateAdmitsOwnAndExpiredHolds(t *testing.T) {
 	r := newRig(t)
 	id := ReservationID("alice", "k")
-	r.cat.seats["ev1#A1"] = CatalogSeat{Seat: reservation.Seat{State: reservation.Held, ReservationID: "r_gone", HoldExpiresAt: testNow.Add(-time.Second)}}
-	r.cat.seats["ev1#A2"] = CatalogSeat{Seat: reservation.Seat{State: reservation.Held, ReservationID: id, HoldExpiresAt: testNow.Add(time.Minute)},
-		PriceMinor: 2500, Currency: "EUR"}
-	cs := r.cat.seats["ev1#A1"]
-	cs.PriceMinor, cs.Currency = 2500, "eur"
-	r.cat.seats["ev1#A1"] = cs
+	r.cat.seats["ev1#A1"] = CatalogSeat{Seat: reservation.Seat{State: reservation.Held, ReservationID: "r_gone", HoldExpiresAt: testNow.Add(-time.Second),
+		PriceMinor: 2500, Currency: "EUR"}}
+	r.cat.seats["ev1#A2"] = CatalogSeat{Seat: reservation.Seat{State: reservation.Held, ReservationID: id, HoldExpiresAt: testNow.Add(time.Minute),
+		PriceMinor: 2500, Currency: "EUR"}}
 	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 {
 		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// The server prices the reservation: a body without amount and currency is charged the sum of
+// the seats' prices, a body that states them is charged the same, and a stale stated price is
+// refused with the server's price in the error body.
+func TestCreateChargesTheServerPrice(t *testing.T) {
+	r := newRig(t)
+	cs := r.cat.seats["ev1#A2"]
+	cs.Seat.PriceMinor = 4000 // price tiers: A2 costs more than A1
+	r.cat.seats["ev1#A2"] = cs
+
+	inputOf := func(t *testing.T, key string) saga.Input {
+		t.Helper()
+		ex := r.sfn.executions[executionARN(testMachine, ReservationID("alice", key))]
+		if ex == nil {
+			t.Fatalf("no execution for %s", key)
+		}
+		var in saga.Input
+		if err := json.Unmarshal([]byte(ex.input), &in); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	resp := r.do(t, postReq("alice", "ev1", "no-price", `{"seatIds":["A1","A2"],"paymentMethod":"pm_card_visa"}`))
+	if resp.StatusCode != 202 {
+		t.Fatalf("without a stated price: %d %s", resp.StatusCode, resp.Body)
+	}
+	if in := inputOf(t, "no-price"); in.Amount != 6500 || in.Currency != "eur" {
+		t.Fatalf("charged %d %s, want 6500 eur", in.Amount, in.Currency)
+	}
+	resp = r.do(t, postReq("alice", "ev1", "right-price", `{"seatIds":["A1","A2"],"amount":6500,"currency":"EUR","paymentMethod":"pm_card_visa"}`))
+	if resp.StatusCode != 202 {
+		t.Fatalf("with the right price: %d %s", resp.StatusCode, resp.Body)
+	}
+	if in := inputOf(t, "right-price"); in.Amount != 6500 || in.Currency != "eur" {
+		t.Fatalf("charged %d %s, want 6500 eur", in.Amount, in.Currency)
+	}
+	resp = r.do(t, postReq("alice", "ev1", "stale", goodBody))
+	e := decode[Error](t, resp)
+	if resp.StatusCode != 409 || e.Code != "price_changed" || e.Amount != 6500 || e.Currency != "eur" {
+		t.Fatalf("stale price: %d %s", resp.StatusCode, resp.Body)
+	}
+	if n := r.sfn.startCount(); n != 2 {
+		t.Fatalf("%d executions started, want 2", n)
 	}
 }
 
@@ -518,7 +588,8 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 			}
 			return
 		}
-		if len(req.SeatIDs) == 0 || len(req.SeatIDs) > 5 || req.Amount <= 0 || len(req.Currency) != 3 || req.PaymentMethod == "" {
+		if len(req.SeatIDs) == 0 || len(req.SeatIDs) > 5 || req.Amount != nil && *req.Amount <= 0 ||
+			req.Currency != "" && len(req.Currency) != 3 || req.PaymentMethod == "" {
 			t.Fatalf("accepted invalid request %+v", req)
 		}
 	})

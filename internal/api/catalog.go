@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,11 +17,12 @@ import (
 )
 
 // Seat item attributes the catalog reads. state, reservationId, holdExpiresAt and version are
-// written by internal/inventory (same names, times in inventory.TimeLayout). The catalog
-// attributes are optional and written by whoever loads an event's seats:
+// written by internal/inventory (same names, times in inventory.TimeLayout), and so are
+// priceMinor and currency (the seat's price in minor units, currency ISO 4217 upper case),
+// written once by inventory.CreateSeats and never changed; a seat without them is not on sale.
+// The sale window is optional and written by whoever loads an event's seats:
 //
 //	onSaleFrom, onSaleUntil  RFC 3339 instants bounding the sale (absent: unbounded)
-//	priceMinor, currency     the seat's price in minor units (absent: the client's amount is used)
 const (
 	attrSeatState   = "state"
 	attrSeatVersion = "version"
@@ -138,9 +140,9 @@ func catalogSeatFromItem(item map[string]types.AttributeValue) (CatalogSeat, err
 			}
 		}
 	}
-	if cs.PriceMinor, err = num(AttrPriceMinor); err != nil {
+	if cs.Seat.PriceMinor, err = num(AttrPriceMinor); err != nil {
 		return cs, fmt.Errorf("seat %s: %s: %w", str(tables.AttrSeatKey), AttrPriceMinor, err)
 	}
-	cs.Currency = str(AttrCurrency)
+	cs.Seat.Currency = strings.ToUpper(str(AttrCurrency))
 	return cs, nil
 }

@@ -25,23 +25,24 @@ func TestDynamoCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := inv.CreateSeats(ctx, "ev1", []string{"A1", "A2", "A3"}); err != nil {
+	if err := inv.CreateSeats(ctx, "ev1", []inventory.NewSeat{
+		{SeatID: "A1", PriceMinor: 2500, Currency: "eur"}, {SeatID: "A2", PriceMinor: 2500, Currency: "eur"},
+		{SeatID: "A3", PriceMinor: 4000, Currency: "eur"},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := inv.Claim(ctx, reservation.ClaimRequest{ReservationID: "r_1", CustomerID: "alice", EventID: "ev1",
-		SeatIDs: []string{"A2"}, Amount: 100, Currency: "eur", HoldDuration: 10 * time.Minute, IdempotencyKey: "k"}); err != nil {
+		SeatIDs: []string{"A2"}, Amount: 2500, Currency: "eur", HoldDuration: 10 * time.Minute, IdempotencyKey: "k"}); err != nil {
 		t.Fatal(err)
 	}
 	seatsTable := env.Names.Of(tables.SeatsTable)
-	// A catalog loader's optional attributes on A3.
+	// A catalog loader's optional sale window on A3.
 	_, err = env.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(seatsTable),
 		Key:              map[string]types.AttributeValue{tables.AttrSeatKey: &types.AttributeValueMemberS{Value: "ev1#A3"}},
-		UpdateExpression: aws.String("SET onSaleFrom = :f, priceMinor = :p, currency = :c"),
+		UpdateExpression: aws.String("SET onSaleFrom = :f"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":f": &types.AttributeValueMemberS{Value: "2026-12-01T10:00:00Z"},
-			":p": &types.AttributeValueMemberN{Value: "2500"},
-			":c": &types.AttributeValueMemberS{Value: "eur"},
 		},
 	})
 	if err != nil {
@@ -59,11 +60,11 @@ func TestDynamoCatalog(t *testing.T) {
 	if s := got["A1"].Seat; s.State != reservation.Available || !s.ClaimableAt(now) {
 		t.Fatalf("A1 %+v", s)
 	}
-	if s := got["A2"].Seat; s.State != reservation.Held || s.ReservationID != "r_1" || s.ClaimableAt(now) ||
+	if s := got["A2"].Seat; s.State != reservation.Held || s.ReservationID != "r_1" || s.ClaimableAt(now) || s.PriceMinor != 2500 || s.Currency != "EUR" ||
 		!s.HoldExpiresAt.Equal(now.Add(10*time.Minute).Truncate(time.Nanosecond)) {
 		t.Fatalf("A2 %+v", s)
 	}
-	if a3 := got["A3"]; a3.PriceMinor != 2500 || a3.Currency != "eur" || a3.OnSaleFrom.IsZero() {
+	if a3 := got["A3"]; a3.Seat.PriceMinor != 4000 || a3.Seat.Currency != "EUR" || a3.OnSaleFrom.IsZero() {
 		t.Fatalf("A3 %+v", a3)
 	}
 	for _, tc := range []struct {

@@ -15,6 +15,10 @@ type Error struct {
 	Message string `json:"message"`
 	// RetryAfter, when positive, is sent as a Retry-After header (seconds).
 	RetryAfter int `json:"-"`
+	// Amount and Currency, on price_changed, are the server's price of the requested seats (minor
+	// units, currency lower case), so the client can show it and ask again.
+	Amount   int64  `json:"amount,omitempty"`
+	Currency string `json:"currency,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

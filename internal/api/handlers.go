@@ -52,7 +52,8 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	if ex != nil {
 		return h.replay(ctx, id, hash, ex)
 	}
-	if e := h.admit(ctx, id, eventID, body); e != nil {
+	price, e := h.admit(ctx, id, eventID, body)
+	if e != nil {
 		h.d.Metrics.Count("AdmissionRefused", 1, metrics.Dim{Name: "code", Value: e.Code})
 		log.InfoContext(ctx, "api: admission refused", "code", e.Code)
 		return events.APIGatewayProxyResponse{}, e
@@ -67,8 +68,8 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 		EventID:        eventID,
 		SeatIDs:        body.SeatIDs,
 		CustomerID:     customer,
-		Amount:         body.Amount,
-		Currency:       body.Currency,
+		Amount:         price.Amount,
+		Currency:       price.Currency,
 		IdempotencyKey: key,
 		RequestHash:    hash,
 		PaymentMethod:  body.PaymentMethod,
@@ -95,7 +96,8 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "start execution", err, "reservationId", id)
 	}
 	h.d.Metrics.Count("ReservationsStarted", 1)
-	log.InfoContext(ctx, "api: saga started", "seats", len(body.SeatIDs), "correlationId", correlationID)
+	log.InfoContext(ctx, "api: saga started", "seats", len(body.SeatIDs), "amount", price.Amount, "currency", price.Currency,
+		"correlationId", correlationID)
 	return accepted(ReservationStatus{ReservationID: id, Status: StatusPending, StatusURL: StatusURL(id)}), nil
 }
 
@@ -121,22 +123,32 @@ func accepted(v ReservationStatus) events.APIGatewayProxyResponse {
 	return resp
 }
 
-// admit is the admission pre-check: the event exists and is on sale, every seat exists, the
-// price matches when seats carry one, and no seat is visibly taken by someone else. It reads
-// eventually consistent data: a false "available" costs one execution that the Claim step
-// rejects; a false "taken" (a seat released a moment ago) is a 409 the client may retry.
-func (h *Handler) admit(ctx context.Context, id, eventID string, body CreateRequest) *Error {
+// Price is what the server charges for a reservation: the sum of its seats' prices.
+type Price struct {
+	Amount int64
+	// Currency is ISO 4217 in lower case, as the API speaks it.
+	Currency string
+}
+
+// admit is the admission pre-check: the event exists and is on sale, every seat exists and has
+// a price in one currency, the client's stated price (if any) is the server's, and no seat is
+// visibly taken by someone else. It returns the server's price of the seats, which is what the
+// saga charges. It reads eventually consistent data: a false "available" costs one execution
+// that the Claim step rejects; a false "taken" (a seat released a moment ago) is a 409 the
+// client may retry. Prices are read from the same items; they are written with the seat and
+// never change, so a stale read still sees the right price.
+func (h *Handler) admit(ctx context.Context, id, eventID string, body CreateRequest) (Price, *Error) {
 	seats, err := h.d.Seats.Seats(ctx, eventID, body.SeatIDs)
 	if err != nil {
-		return h.serverError(ctx, "read seats", err, "reservationId", id)
+		return Price{}, h.serverError(ctx, "read seats", err, "reservationId", id)
 	}
 	if len(seats) == 0 {
 		exists, err := h.d.Seats.EventExists(ctx, eventID)
 		if err != nil {
-			return h.serverError(ctx, "read event", err, "reservationId", id)
+			return Price{}, h.serverError(ctx, "read event", err, "reservationId", id)
 		}
 		if !exists {
-			return &Error{Status: http.StatusNotFound, Code: "event_not_found", Message: fmt.Sprintf("event %q does not exist", eventID)}
+			return Price{}, &Error{Status: http.StatusNotFound, Code: "event_not_found", Message: fmt.Sprintf("event %q does not exist", eventID)}
 		}
 	}
 	var unknown []string
@@ -146,38 +158,61 @@ func (h *Handler) admit(ctx context.Context, id, eventID string, body CreateRequ
 		}
 	}
 	if len(unknown) > 0 {
-		return badRequest("unknown_seat", fmt.Sprintf("event %q has no seat %s", eventID, strings.Join(quoteAll(unknown), ", ")))
+		return Price{}, badRequest("unknown_seat", fmt.Sprintf("event %q has no seat %s", eventID, strings.Join(quoteAll(unknown), ", ")))
 	}
 	now := h.d.Now()
 	var (
-		taken      []string
-		price      int64
-		priced     = true
-		currencies = map[string]bool{}
+		taken, unpriced []string
+		price           Price
+		currencies      = map[string]bool{}
 	)
 	for _, s := range body.SeatIDs {
 		cs := seats[s]
 		if !cs.OnSaleFrom.IsZero() && now.Before(cs.OnSaleFrom) || !cs.OnSaleUntil.IsZero() && !now.Before(cs.OnSaleUntil) {
-			return conflict("not_on_sale", fmt.Sprintf("event %q is not on sale now", eventID))
+			return Price{}, conflict("not_on_sale", fmt.Sprintf("event %q is not on sale now", eventID))
 		}
-		if cs.PriceMinor > 0 && cs.Currency != "" {
-			price += cs.PriceMinor
-			currencies[strings.ToLower(cs.Currency)] = true
+		if cs.Seat.PriceMinor <= 0 || cs.Seat.Currency == "" {
+			unpriced = append(unpriced, s)
 		} else {
-			priced = false
+			price.Amount += cs.Seat.PriceMinor
+			price.Currency = strings.ToLower(cs.Seat.Currency)
+			currencies[price.Currency] = true
 		}
 		if !cs.Seat.ClaimableAt(now) && cs.Seat.ReservationID != id {
 			taken = append(taken, s)
 		}
 	}
-	if priced && (price != body.Amount || len(currencies) != 1 || !currencies[body.Currency]) {
-		return badRequest("amount_mismatch", fmt.Sprintf("the seats cost %d minor units of %s, not %d %s",
-			price, strings.Join(keys(currencies), "/"), body.Amount, body.Currency))
+	switch {
+	case len(unpriced) > 0:
+		return Price{}, conflict("seat_not_priced", fmt.Sprintf("event %q is not on sale for seat %s: it has no price",
+			eventID, strings.Join(quoteAll(unpriced), ", ")))
+	case len(currencies) > 1:
+		return Price{}, &Error{Status: http.StatusUnprocessableEntity, Code: "mixed_currency",
+			Message: fmt.Sprintf("the seats are priced in %s; one reservation takes seats of one currency", strings.Join(keys(currencies), " and "))}
+	case price.Amount > MaxAmount:
+		return Price{}, &Error{Status: http.StatusUnprocessableEntity, Code: "amount_too_large",
+			Message: fmt.Sprintf("the seats cost %d minor units of %s, more than one reservation may charge (%d)", price.Amount, price.Currency, MaxAmount)}
+	case body.Amount != nil && *body.Amount != price.Amount, body.Currency != "" && body.Currency != price.Currency:
+		e := conflict("price_changed", fmt.Sprintf("the seats cost %d minor units of %s; the request expected %s",
+			price.Amount, price.Currency, stated(body)))
+		e.Amount, e.Currency = price.Amount, price.Currency
+		return Price{}, e
+	case len(taken) > 0:
+		return Price{}, conflict("seats_unavailable", "seats already taken: "+strings.Join(quoteAll(taken), ", "))
 	}
-	if len(taken) > 0 {
-		return conflict("seats_unavailable", "seats already taken: "+strings.Join(quoteAll(taken), ", "))
+	return price, nil
+}
+
+// stated renders the price a client stated, for a price_changed message.
+func stated(body CreateRequest) string {
+	amount, currency := "any amount", "any currency"
+	if body.Amount != nil {
+		amount = fmt.Sprintf("%d minor units", *body.Amount)
 	}
-	return nil
+	if body.Currency != "" {
+		currency = body.Currency
+	}
+	return amount + " of " + currency
 }
 
 // get handles GET /reservations/{id}.

@@ -34,14 +34,12 @@ type SeatCatalog interface {
 	EventExists(ctx context.Context, eventID string) (bool, error)
 }
 
-// CatalogSeat is what the pre-check needs to know about a seat.
+// CatalogSeat is what the pre-check needs to know about a seat. Its price is
+// Seat.PriceMinor and Seat.Currency (0 and "" for a seat without a price, which is not on sale).
 type CatalogSeat struct {
 	Seat reservation.Seat
 	// OnSaleFrom and OnSaleUntil bound when the seat may be sold; zero means unbounded.
 	OnSaleFrom, OnSaleUntil time.Time
-	// PriceMinor and Currency are the seat's price, when the catalog carries one (0/"" if not).
-	PriceMinor int64
-	Currency   string
 }
 
 // PaymentReader retrieves a payment so the owner's GET can hand the browser what it needs to

@@ -33,15 +33,18 @@ const (
 
 // CreateRequest is the body of POST /events/{eventId}/reservations.
 //
-// Price: the client states amount and currency, and the admission pre-check compares them
-// with the prices the seats carry when the Seats items have them (attributes priceMinor and
-// currency); a mismatch is refused. Without seat prices the stated amount is charged as is,
-// which suits the local stack and tests but not a production catalog.
+// Price: the server prices the reservation as the sum of its seats' prices (Seats attributes
+// priceMinor and currency, see DynamoCatalog); the client never sets what is charged. Amount and
+// Currency are optional: a client that sends them states the price it showed the buyer, and the
+// request is refused with 409 price_changed (the body carrying the server's amount and
+// currency) when it differs, so a stale price is never charged silently.
 type CreateRequest struct {
-	SeatIDs       []string `json:"seatIds"`
-	Amount        int64    `json:"amount"`
-	Currency      string   `json:"currency"`
-	PaymentMethod string   `json:"paymentMethod"`
+	SeatIDs []string `json:"seatIds"`
+	// Amount is the price the client expects, in minor units; nil when not stated.
+	Amount *int64 `json:"amount,omitempty"`
+	// Currency is the currency the client expects (lower case once decoded); "" when not stated.
+	Currency      string `json:"currency,omitempty"`
+	PaymentMethod string `json:"paymentMethod"`
 }
 
 // Reservation ids look like r_ followed by 26 base32 characters.
@@ -80,7 +83,7 @@ func RequestHash(customer, eventID string, req CreateRequest) string {
 		Customer      string   `json:"c"`
 		EventID       string   `json:"e"`
 		SeatIDs       []string `json:"s"`
-		Amount        int64    `json:"a"`
+		Amount        *int64   `json:"a"`
 		Currency      string   `json:"cur"`
 		PaymentMethod string   `json:"pm"`
 	}{customer, eventID, seats, req.Amount, req.Currency, req.PaymentMethod})
@@ -110,8 +113,8 @@ func ValidateEventID(id string) *Error {
 }
 
 // DecodeCreateRequest parses and validates a create request body. maxSeats is the most seats
-// one reservation may hold (config MaxSeats). The returned request is normalised: currency in
-// lower case.
+// one reservation may hold (config MaxSeats). The returned request is normalised: currency, when
+// stated, in lower case.
 func DecodeCreateRequest(body string, base64Encoded bool, maxSeats int) (CreateRequest, *Error) {
 	raw := []byte(body)
 	if base64Encoded {
@@ -159,14 +162,16 @@ func validateCreate(req *CreateRequest, maxSeats int) *Error {
 		}
 		seen[s] = true
 	}
-	if req.Amount <= 0 || req.Amount > MaxAmount {
-		return badRequest("invalid_amount", fmt.Sprintf("amount must be a whole number of minor units from 1 to %d", MaxAmount))
+	if req.Amount != nil && (*req.Amount <= 0 || *req.Amount > MaxAmount) {
+		return badRequest("invalid_amount", fmt.Sprintf("amount, when stated, must be a whole number of minor units from 1 to %d", MaxAmount))
 	}
-	cur := strings.ToLower(req.Currency)
-	if len(cur) != 3 || strings.Trim(cur, "abcdefghijklmnopqrstuvwxyz") != "" {
-		return badRequest("invalid_currency", "currency must be a three-letter ISO 4217 code")
+	if req.Currency != "" {
+		cur := strings.ToLower(req.Currency)
+		if len(cur) != 3 || strings.Trim(cur, "abcdefghijklmnopqrstuvwxyz") != "" {
+			return badRequest("invalid_currency", "currency, when stated, must be a three-letter ISO 4217 code")
+		}
+		req.Currency = cur
 	}
-	req.Currency = cur
 	if req.PaymentMethod == "" || len(req.PaymentMethod) > MaxPaymentMethodLen || !printable(req.PaymentMethod) {
 		return badRequest("invalid_payment_method", fmt.Sprintf("paymentMethod must be 1 to %d printable characters without spaces", MaxPaymentMethodLen))
 	}

@@ -30,9 +30,9 @@ type Claimer interface {
 	Claim(ctx context.Context, req reservation.ClaimRequest) (inventory.ClaimResult, error)
 }
 
-// SeatCreator creates an event's seats (*inventory.Store).
+// SeatCreator creates an event's priced seats (*inventory.Store).
 type SeatCreator interface {
-	CreateSeats(ctx context.Context, eventID string, seatIDs []string) error
+	CreateSeats(ctx context.Context, eventID string, seats []inventory.NewSeat) error
 }
 
 // Config describes one race.
@@ -48,9 +48,11 @@ type Config struct {
 	SeatsPerBuyer int    // k, default 1
 	Concurrency   int    // goroutines issuing claims, default 64
 	HoldDuration  time.Duration
-	Amount        int64 // per seat, minor units
-	Currency      string
-	Seed          uint64
+	// Amount is every seat's price in minor units of Currency; a buyer's claim is for the sum of
+	// its seats' prices, as the API would compute it.
+	Amount   int64
+	Currency string
+	Seed     uint64
 	// Pick chooses buyer b's seats; default: k adjacent seats at a random position, or with k=1
 	// seat b*N/M, so that each seat's M/N buyers are dispatched one after another and race.
 	Pick func(buyer int, seatIDs []string, rng *rand.Rand) []string
@@ -159,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	ids := SeatIDs(cfg.SeatCount)
-	if err := cfg.Seats.CreateSeats(ctx, cfg.EventID, ids); err != nil {
+	if err := cfg.Seats.CreateSeats(ctx, cfg.EventID, inventory.SeatsAt(cfg.Amount, cfg.Currency, ids...)); err != nil {
 		return Result{}, fmt.Errorf("claimrace: create seats: %w", err)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5ea75a9a))

@@ -50,6 +50,13 @@ var Epoch = time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
 // never crosses it by accident; tests that need it lapsed advance past it explicitly.
 const Hold = 10 * time.Minute
 
+// SeatPrice is the price of every seat Seed creates, in minor units of SeatCurrency; the api
+// charges the sum of a reservation's seat prices.
+const (
+	SeatPrice    int64 = 2500
+	SeatCurrency       = "EUR"
+)
+
 var sharedDynamoDB string
 
 // Main starts one DynamoDB Local for the package's tests (unless DYNAMODB_ENDPOINT names one)
@@ -109,7 +116,7 @@ func New(t testing.TB, o Options) *Env {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	st, err := localstack.Start(ctx, localstack.Config{
-		Clock: clk, DynamoDBEndpoint: sharedDynamoDB, Hold: Hold,
+		Clock: clk, DynamoDBEndpoint: sharedDynamoDB, Hold: Hold, Pricing: localstack.Flat(SeatPrice, SeatCurrency),
 		LateSuccessPolicy: o.LateSuccessPolicy, SweepInterval: -1,
 		ReconcileAttempts: o.ReconcileAttempts, ReconcileBackoff: o.ReconcileBackoff,
 		Payments: o.Payments, PaymentsTimeout: 2 * time.Second, DisableRelay: true, Logger: logger,
@@ -125,7 +132,7 @@ func New(t testing.TB, o Options) *Env {
 	return &Env{T: t, Ctx: ctx, Stack: st, Clock: clk, Store: store}
 }
 
-// Seed creates an event with n seats and returns their ids.
+// Seed creates an event with n seats, each priced SeatPrice SeatCurrency, and returns their ids.
 func (e *Env) Seed(eventID string, n int) []string {
 	e.T.Helper()
 	seats, err := e.Stack.SeedEvent(e.Ctx, eventID, n)
@@ -136,11 +143,11 @@ func (e *Env) Seed(eventID string, n int) []string {
 }
 
 // Input is an execution input as the api builds it: the reservation id derives from the
-// customer and the idempotency key.
+// customer and the idempotency key, the amount is the seats' price.
 func Input(customer, key, eventID, paymentMethod string, seats ...string) saga.Input {
 	return saga.Input{
 		ReservationID: api.ReservationID(customer, key), EventID: eventID, SeatIDs: seats,
-		CustomerID: customer, Amount: 2500 * int64(len(seats)), Currency: "eur", IdempotencyKey: key,
+		CustomerID: customer, Amount: SeatPrice * int64(len(seats)), Currency: "eur", IdempotencyKey: key,
 		PaymentMethod: paymentMethod, CorrelationID: "corr-" + key,
 	}
 }
@@ -161,10 +168,11 @@ func (e *Env) StartSaga(in saga.Input) string {
 
 // Reserve sends the reservation's POST /events/{eventId}/reservations through the API
 // Gateway stand-in as its customer, with its idempotency key, and returns the ARN of the
-// execution the api started (named by the reservation id).
+// execution the api started (named by the reservation id). The body states no price: the api
+// charges the seats' prices, which tests compare with in.Amount.
 func (e *Env) Reserve(in saga.Input) string {
 	e.T.Helper()
-	body, _ := json.Marshal(api.CreateRequest{SeatIDs: in.SeatIDs, Amount: in.Amount, Currency: in.Currency, PaymentMethod: in.PaymentMethod})
+	body, _ := json.Marshal(api.CreateRequest{SeatIDs: in.SeatIDs, PaymentMethod: in.PaymentMethod})
 	status, raw := e.call(http.MethodPost, "/events/"+in.EventID+"/reservations", in.CustomerID, in.IdempotencyKey, string(body))
 	if status != http.StatusAccepted {
 		e.T.Fatalf("POST reservation %s: %d %s", in.ReservationID, status, raw)

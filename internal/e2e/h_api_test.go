@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/seatsaga/seatsaga/internal/api"
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/paymentsim"
 	"github.com/seatsaga/seatsaga/internal/reservation"
@@ -90,6 +91,23 @@ func TestHBadInputMatrix(t *testing.T) {
 	}
 	aliceID := created.str("reservationId")
 	e.WaitingForPayment(aliceID)
+	// A seat priced in another currency, and a seat item left without a price (as a catalog
+	// loader that bypasses inventory.CreateSeats would write it).
+	if err := e.Store.CreateSeats(e.Ctx, "ev1", inventory.SeatsAt(4000, "usd", "USD1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Stack.DynamoDB.PutItem(e.Ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(e.Stack.Names.Of(tables.SeatsTable)),
+		Item: map[string]ddbtypes.AttributeValue{
+			tables.AttrSeatKey: &ddbtypes.AttributeValueMemberS{Value: reservation.SeatKey("ev1", "FREE1")},
+			tables.AttrEventID: &ddbtypes.AttributeValueMemberS{Value: "ev1"},
+			tables.AttrSeatID:  &ddbtypes.AttributeValueMemberS{Value: "FREE1"},
+			"state":            &ddbtypes.AttributeValueMemberS{Value: string(reservation.Available)},
+			"version":          &ddbtypes.AttributeValueMemberN{Value: "1"},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	executions, reservations := hExecutions(e), hItems(e, tables.ReservationsTable)
 
 	cases := []struct {
@@ -111,6 +129,13 @@ func TestHBadInputMatrix(t *testing.T) {
 		{"duplicate seats", "POST", "/events/ev1/reservations", "bob", "k6", hBody(100, "pm_card_visa", seats[2], seats[2]), 400, "duplicate_seat"},
 		{"too many seats", "POST", "/events/ev1/reservations", "bob", "k7", hBody(100, "pm_card_visa", seats[:11]...), 400, "too_many_seats"},
 		{"zero amount", "POST", "/events/ev1/reservations", "bob", "k8", hBody(0, "pm_card_visa", seats[2]), 400, "invalid_amount"},
+		{"one cent for a seat", "POST", "/events/ev1/reservations", "bob", "k10", hBody(1, "pm_card_visa", seats[2]), 409, "price_changed"},
+		{"stale price", "POST", "/events/ev1/reservations", "bob", "k11", hBody(SeatPrice-1, "pm_card_visa", seats[2]), 409, "price_changed"},
+		{"price in another currency", "POST", "/events/ev1/reservations", "bob", "k12",
+			`{"seatIds":["` + seats[2] + `"],"amount":2500,"currency":"usd","paymentMethod":"pm_card_visa"}`, 409, "price_changed"},
+		{"seat without a price", "POST", "/events/ev1/reservations", "bob", "k13", `{"seatIds":["FREE1"],"paymentMethod":"pm_card_visa"}`, 409, "seat_not_priced"},
+		{"seats in two currencies", "POST", "/events/ev1/reservations", "bob", "k14",
+			`{"seatIds":["` + seats[2] + `","USD1"],"paymentMethod":"pm_card_visa"}`, 422, "mixed_currency"},
 		{"missing Idempotency-Key", "POST", "/events/ev1/reservations", "bob", "", good, 400, "missing_idempotency_key"},
 		{"oversized Idempotency-Key", "POST", "/events/ev1/reservations", "bob", strings.Repeat("k", 65), good, 400, "invalid_idempotency_key"},
 		{"seats visibly taken", "POST", "/events/ev1/reservations", "bob", "k9", good, 409, "seats_unavailable"},

@@ -67,13 +67,16 @@ const (
 	// RuleSoldEqualsCaptured: the number of sold seats equals the seats covered by captured
 	// payments net of refunds, and each confirmed reservation's net capture equals its amount.
 	RuleSoldEqualsCaptured Rule = "sold-equals-net-captured"
+	// RuleCaptureMatchesSeatPrices: every capture took exactly the sum of its reservation's seat
+	// prices, in the seats' currency; the server prices a reservation, never the client.
+	RuleCaptureMatchesSeatPrices Rule = "capture-equals-seat-prices"
 )
 
 // Rules lists every invariant in the order the checker reports them.
 var Rules = []Rule{
 	RuleSeatSingleOwner, RuleConfirmedOwnsSeats, RuleCaptureBelongsToConfirmed,
 	RuleNoOpenAuthorization, RuleNoStaleHold, RuleExecutionSettled, RuleOutboxPayloadStable,
-	RuleSoldEqualsCaptured,
+	RuleSoldEqualsCaptured, RuleCaptureMatchesSeatPrices,
 }
 
 // Seat is one seat item.
@@ -84,6 +87,9 @@ type Seat struct {
 	ReservationID string
 	HoldExpiresAt time.Time
 	Version       int64
+	// PriceMinor and Currency are the seat's price (0 and "" when it has none).
+	PriceMinor int64
+	Currency   string
 }
 
 // Key is the seat's table key, {eventId}#{seatId}.
@@ -249,6 +255,7 @@ func Check(s Snapshot) Verdict {
 	checkExecutions(s, resByID, add)
 	checkPublications(s, add)
 	v.SoldSeats, v.PaidSeats = checkSoldEqualsCaptured(s, resByID, add)
+	checkCapturesMatchSeatPrices(s, resByID, seatByKey, add)
 
 	sort.SliceStable(v.Violations, func(i, j int) bool {
 		a, b := v.Violations[i], v.Violations[j]
@@ -476,6 +483,55 @@ func checkSoldEqualsCaptured(s Snapshot, res map[string]Reservation, add addFunc
 		add(RuleSoldEqualsCaptured, "", "", "%d seats are CONFIRMED but captured payments net of refunds cover %d", sold, paid)
 	}
 	return sold, paid
+}
+
+// checkCapturesMatchSeatPrices compares every capture with the price of its reservation's seats:
+// the amount captured (before refunds) must be their sum, and the currency theirs. A capture for
+// an unknown reservation is left to the capture rule, which names it.
+func checkCapturesMatchSeatPrices(s Snapshot, res map[string]Reservation, seats map[string]Seat, add addFunc) {
+	for _, p := range s.Payments {
+		if p.Captured <= 0 {
+			continue
+		}
+		r, ok := res[p.ReservationID]
+		if !ok {
+			continue
+		}
+		var (
+			price      int64
+			currencies = map[string]bool{}
+			problems   []string
+		)
+		for _, k := range r.SeatKeys() {
+			st, ok := seats[k]
+			switch {
+			case !ok:
+				problems = append(problems, k+" does not exist")
+			case st.PriceMinor <= 0 || st.Currency == "":
+				problems = append(problems, k+" has no price")
+			default:
+				price += st.PriceMinor
+				currencies[strings.ToUpper(st.Currency)] = true
+			}
+		}
+		if len(r.SeatIDs) == 0 {
+			problems = append(problems, "the reservation lists no seats")
+		}
+		if len(problems) > 0 {
+			add(RuleCaptureMatchesSeatPrices, r.ID, "", "PaymentIntent %s captured %d %s but the seats cannot be priced: %s",
+				p.PaymentIntentID, p.Captured, p.Currency, strings.Join(problems, "; "))
+			continue
+		}
+		if len(currencies) != 1 || !currencies[strings.ToUpper(p.Currency)] || p.Captured != price {
+			cur := make([]string, 0, len(currencies))
+			for c := range currencies {
+				cur = append(cur, c)
+			}
+			sort.Strings(cur)
+			add(RuleCaptureMatchesSeatPrices, r.ID, "", "PaymentIntent %s captured %d %s but the reservation's seats cost %d %s",
+				p.PaymentIntentID, p.Captured, p.Currency, price, strings.Join(cur, "/"))
+		}
+	}
 }
 
 // samePayload compares JSON payloads by meaning (key order and spacing aside), other bytes

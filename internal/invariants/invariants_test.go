@@ -18,12 +18,12 @@ func healthy() Snapshot {
 		Now:   now,
 		Grace: 2 * time.Minute,
 		Seats: []Seat{
-			{EventID: "e1", SeatID: "A1", State: Confirmed, ReservationID: "r1", HoldExpiresAt: past, Version: 4},
-			{EventID: "e1", SeatID: "A2", State: Confirmed, ReservationID: "r1", HoldExpiresAt: past, Version: 4},
-			{EventID: "e1", SeatID: "A3", State: Available, Version: 3},
-			{EventID: "e1", SeatID: "A4", State: Available, Version: 2},
-			{EventID: "e1", SeatID: "A5", State: PaymentPending, ReservationID: "r5", HoldExpiresAt: past, Version: 3},
-			{EventID: "e1", SeatID: "A6", State: Available},
+			{EventID: "e1", SeatID: "A1", State: Confirmed, ReservationID: "r1", HoldExpiresAt: past, Version: 4, PriceMinor: 1200, Currency: "EUR"},
+			{EventID: "e1", SeatID: "A2", State: Confirmed, ReservationID: "r1", HoldExpiresAt: past, Version: 4, PriceMinor: 800, Currency: "EUR"},
+			{EventID: "e1", SeatID: "A3", State: Available, Version: 3, PriceMinor: 1000, Currency: "EUR"},
+			{EventID: "e1", SeatID: "A4", State: Available, Version: 2, PriceMinor: 1000, Currency: "EUR"},
+			{EventID: "e1", SeatID: "A5", State: PaymentPending, ReservationID: "r5", HoldExpiresAt: past, Version: 3, PriceMinor: 1000, Currency: "EUR"},
+			{EventID: "e1", SeatID: "A6", State: Available, PriceMinor: 1000, Currency: "EUR"},
 		},
 		Reservations: []Reservation{
 			{ID: "r1", EventID: "e1", SeatIDs: []string{"A1", "A2"}, State: Confirmed, PaymentState: "PAID", Amount: 2000, Currency: "eur", PaymentIntentID: "pi_1", HoldExpiresAt: past},
@@ -97,13 +97,13 @@ func TestEveryRuleBites(t *testing.T) {
 		{
 			name: "two confirmed reservations sold the same seat (confirm without its owner condition)",
 			break_: func(s *Snapshot) {
-				s.Seats[2] = Seat{EventID: "e1", SeatID: "A3", State: Confirmed, ReservationID: "r9"}
+				s.Seats[2] = Seat{EventID: "e1", SeatID: "A3", State: Confirmed, ReservationID: "r9", PriceMinor: 1000, Currency: "EUR"}
 				s.Reservations = append(s.Reservations,
 					Reservation{ID: "r8", EventID: "e1", SeatIDs: []string{"A3"}, State: Confirmed, Amount: 1000},
 					Reservation{ID: "r9", EventID: "e1", SeatIDs: []string{"A3"}, State: Confirmed, Amount: 1000})
 				s.Payments = append(s.Payments,
-					Payment{ReservationID: "r8", PaymentIntentID: "pi_8", Status: "succeeded", Amount: 1000, Captured: 1000},
-					Payment{ReservationID: "r9", PaymentIntentID: "pi_9", Status: "succeeded", Amount: 1000, Captured: 1000})
+					Payment{ReservationID: "r8", PaymentIntentID: "pi_8", Status: "succeeded", Amount: 1000, Currency: "eur", Captured: 1000},
+					Payment{ReservationID: "r9", PaymentIntentID: "pi_9", Status: "succeeded", Amount: 1000, Currency: "eur", Captured: 1000})
 			},
 			want: []Rule{RuleSeatSingleOwner, RuleConfirmedOwnsSeats, RuleSoldEqualsCaptured}, resID: "r8", seatKey: "e1#A3",
 		},
@@ -176,6 +176,29 @@ func TestEveryRuleBites(t *testing.T) {
 				s.Payments[0].Status = "requires_capture"
 			},
 			want: []Rule{RuleSoldEqualsCaptured}, resID: "r1",
+		},
+		{
+			name: "capture for a client-chosen amount below the seat prices",
+			break_: func(s *Snapshot) {
+				// The reservation recorded what the client asked to pay, and the provider took it.
+				s.Reservations[0].Amount = 2
+				s.Payments[0].Amount, s.Payments[0].Captured = 2, 2
+			},
+			want: []Rule{RuleCaptureMatchesSeatPrices}, resID: "r1",
+		},
+		{
+			name: "refunded capture in another currency than the seat",
+			break_: func(s *Snapshot) {
+				s.Payments[3].Currency = "usd"
+			},
+			want: []Rule{RuleCaptureMatchesSeatPrices}, resID: "r4",
+		},
+		{
+			name: "capture for a seat that has no price",
+			break_: func(s *Snapshot) {
+				s.Seats[1].PriceMinor, s.Seats[1].Currency = 0, ""
+			},
+			want: []Rule{RuleCaptureMatchesSeatPrices}, resID: "r1",
 		},
 		{
 			name: "confirmed reservation captured for less than its amount",

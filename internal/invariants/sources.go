@@ -89,6 +89,8 @@ func (d DynamoDB) Seats(ctx context.Context) ([]Seat, error) {
 			ReservationID: st.ReservationID,
 			HoldExpiresAt: st.HoldExpiresAt,
 			Version:       st.Version,
+			PriceMinor:    st.PriceMinor,
+			Currency:      st.Currency,
 		})
 		return nil
 	})

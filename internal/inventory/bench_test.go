@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
@@ -22,7 +23,7 @@ func warmUp(b *testing.B, f *fixture, op func(i int, event, seat string) error) 
 	for i := range ids {
 		ids[i] = fmt.Sprintf("W%04d", i)
 	}
-	if err := f.store.CreateSeats(context.Background(), "warmup", ids); err != nil {
+	if err := f.store.CreateSeats(context.Background(), "warmup", inventory.SeatsAt(2500, "EUR", ids...)); err != nil {
 		b.Fatal(err)
 	}
 	for i, id := range ids {
@@ -38,7 +39,7 @@ func benchSeats(b *testing.B, f *fixture, event string) []string {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("S%06d", i)
 	}
-	if err := f.store.CreateSeats(context.Background(), event, ids); err != nil {
+	if err := f.store.CreateSeats(context.Background(), event, inventory.SeatsAt(2500, "EUR", ids...)); err != nil {
 		b.Fatal(err)
 	}
 	return ids

@@ -63,7 +63,7 @@ func newFixture(t testing.TB) *fixture {
 
 func (f *fixture) seats(t testing.TB, eventID string, ids ...string) {
 	t.Helper()
-	if err := f.store.CreateSeats(context.Background(), eventID, ids); err != nil {
+	if err := f.store.CreateSeats(context.Background(), eventID, inventory.SeatsAt(2500, "eur", ids...)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -194,6 +194,78 @@ func TestClaimIsIdempotent(t *testing.T) {
 	}
 	if n := f.metrics.Get(inventory.MetricClaim, metrics.Dim{Name: "outcome", Value: "replayed"}); n != 1 {
 		t.Fatalf("replayed claims counted %d", n)
+	}
+}
+
+func TestCreateSeatsStoresPrice(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	err := f.store.CreateSeats(ctx, "show", []inventory.NewSeat{
+		{SeatID: "A1", PriceMinor: 4500, Currency: "eur"},
+		{SeatID: "B1", PriceMinor: 3000, Currency: "EUR"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sid, want := range map[string]int64{"A1": 4500, "B1": 3000} {
+		s := f.seat(t, "show", sid)
+		if s.PriceMinor != want || s.Currency != "EUR" || s.State != reservation.Available {
+			t.Fatalf("seat %s: %+v, want price %d EUR", sid, s, want)
+		}
+	}
+	// Creating the event again never reprices a seat.
+	if err := f.store.CreateSeats(ctx, "show", inventory.SeatsAt(1, "usd", "A1")); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.seat(t, "show", "A1"); s.PriceMinor != 4500 || s.Currency != "EUR" {
+		t.Fatalf("second create repriced A1: %+v", s)
+	}
+	// The price survives every transition of the seat.
+	if _, err := f.store.Claim(ctx, request("r1", "show", "B1")); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.seat(t, "show", "B1"); s.State != reservation.Held || s.PriceMinor != 3000 || s.Currency != "EUR" {
+		t.Fatalf("held seat lost its price: %+v", s)
+	}
+}
+
+func TestCreateSeatsRefusesBadPrices(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	good := inventory.NewSeat{SeatID: "OK1", PriceMinor: 2500, Currency: "EUR"}
+	cases := []struct {
+		name  string
+		event string
+		bad   inventory.NewSeat
+		field string
+	}{
+		{"missing price", "show", inventory.NewSeat{SeatID: "X1", Currency: "EUR"}, "priceMinor"},
+		{"negative price", "show", inventory.NewSeat{SeatID: "X1", PriceMinor: -100, Currency: "EUR"}, "priceMinor"},
+		{"missing currency", "show", inventory.NewSeat{SeatID: "X1", PriceMinor: 100}, "currency"},
+		{"four-letter currency", "show", inventory.NewSeat{SeatID: "X1", PriceMinor: 100, Currency: "EURO"}, "currency"},
+		{"non-letter currency", "show", inventory.NewSeat{SeatID: "X1", PriceMinor: 100, Currency: "€"}, "currency"},
+		{"empty seat id", "show", inventory.NewSeat{PriceMinor: 100, Currency: "EUR"}, "seatId"},
+		{"seat named twice", "show", good, "seatId"},
+		{"no event", "", inventory.NewSeat{SeatID: "X1", PriceMinor: 100, Currency: "EUR"}, "eventId"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// The good seat comes first: a bad one later in the list must still stop it.
+			err := f.store.CreateSeats(ctx, c.event, []inventory.NewSeat{good, c.bad})
+			var ve *reservation.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("want *ValidationError, got %v", err)
+			}
+			if !ve.Has(c.field) {
+				t.Fatalf("problems %+v do not name %s", ve.Problems, c.field)
+			}
+		})
+	}
+	if err := f.store.CreateSeats(ctx, "show", nil); err == nil {
+		t.Fatal("no seats accepted")
+	}
+	if n := f.count(t, tables.SeatsTable); n != 0 {
+		t.Fatalf("bad seats wrote %d items", n)
 	}
 }
 

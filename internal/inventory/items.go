@@ -25,7 +25,8 @@ const (
 	attrCustomerID      = "customerId"
 	attrSeatIDs         = "seatIds"
 	attrAmount          = "amount"
-	attrCurrency        = "currency"
+	attrCurrency        = "currency" // reservations and seats, ISO 4217 upper case
+	attrPriceMinor      = "priceMinor"
 	attrInvState        = "inventoryState"
 	attrPayState        = "paymentState"
 	attrIdempotencyKey  = "idempotencyKey"
@@ -231,8 +232,9 @@ func DecodeReservation(item map[string]types.AttributeValue) (reservation.Reserv
 	return r, nil
 }
 
-// DecodeSeat reads a Seats table item as the Store wrote it; an unknown state or a malformed
-// number or instant is an error naming the seat.
+// DecodeSeat reads a Seats table item as the Store wrote it, price included (PriceMinor 0 and
+// Currency "" for a seat written without one); an unknown state or a malformed number or
+// instant is an error naming the seat.
 func DecodeSeat(item map[string]types.AttributeValue) (reservation.Seat, error) {
 	ir := &itemReader{item: item}
 	st := reservation.Seat{
@@ -241,6 +243,8 @@ func DecodeSeat(item map[string]types.AttributeValue) (reservation.Seat, error) 
 		ReservationID: ir.str(tables.AttrReservationID),
 		HoldExpiresAt: ir.time(tables.AttrHoldExpiresAt),
 		Version:       ir.num(attrVersion),
+		PriceMinor:    ir.num(attrPriceMinor),
+		Currency:      strings.ToUpper(ir.str(attrCurrency)),
 	}
 	var err error
 	if st.State, err = reservation.ParseInventoryState(ir.str(attrState)); err != nil {

@@ -148,29 +148,87 @@ func (st *Store) GetSeat(ctx context.Context, eventID, seatID string) (seat rese
 	return seat, err == nil, err
 }
 
-// CreateSeats puts AVAILABLE seats for an event. Seats that already exist are left as they are,
-// so creating an event twice is harmless and never frees a held seat.
-func (st *Store) CreateSeats(ctx context.Context, eventID string, seatIDs []string) error {
-	if eventID == "" || len(seatIDs) == 0 {
-		return &reservation.ValidationError{Problems: []reservation.Problem{{Field: "seatIds", Reason: "event id and seats are required"}}}
+// NewSeat is one seat to create with its price: PriceMinor minor units (> 0) of Currency
+// (ISO 4217, any case; stored upper case).
+type NewSeat struct {
+	SeatID     string
+	PriceMinor int64
+	Currency   string
+}
+
+// SeatsAt prices every id at the same priceMinor and currency.
+func SeatsAt(priceMinor int64, currency string, ids ...string) []NewSeat {
+	seats := make([]NewSeat, len(ids))
+	for i, id := range ids {
+		seats[i] = NewSeat{SeatID: id, PriceMinor: priceMinor, Currency: currency}
+	}
+	return seats
+}
+
+// ValidateSeats checks seats to create for an event: an event id, at least one seat, each with
+// an id (named once), a positive price and a three-letter currency. It returns the seats with
+// their currency upper-cased, or a *reservation.ValidationError naming every problem.
+func ValidateSeats(eventID string, seats []NewSeat) ([]NewSeat, error) {
+	var problems []reservation.Problem
+	add := func(field, format string, args ...any) {
+		problems = append(problems, reservation.Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if eventID == "" {
+		add("eventId", "is required")
+	}
+	if len(seats) == 0 {
+		add("seats", "at least one seat is required")
+	}
+	out := make([]NewSeat, len(seats))
+	seen := make(map[string]bool, len(seats))
+	for i, seat := range seats {
+		switch {
+		case seat.SeatID == "":
+			add("seatId", "seat %d: is required", i)
+		case seen[seat.SeatID]:
+			add("seatId", "seat %q is named twice", seat.SeatID)
+		}
+		seen[seat.SeatID] = true
+		if seat.PriceMinor <= 0 {
+			add("priceMinor", "seat %q: must be a positive number of minor units, got %d", seat.SeatID, seat.PriceMinor)
+		}
+		cur, ok := reservation.NormalizeCurrency(seat.Currency)
+		if !ok {
+			add("currency", "seat %q: must be a three-letter ISO 4217 code, got %q", seat.SeatID, seat.Currency)
+		}
+		out[i] = NewSeat{SeatID: seat.SeatID, PriceMinor: seat.PriceMinor, Currency: cur}
+	}
+	if len(problems) > 0 {
+		return nil, &reservation.ValidationError{Problems: problems}
+	}
+	return out, nil
+}
+
+// CreateSeats puts AVAILABLE seats for an event, each with its price (attributes priceMinor
+// and currency, upper case). Every seat is validated before anything is written: a missing,
+// zero or negative price or a bad currency is a *reservation.ValidationError and no seat is
+// created. Seats that already exist are left as they are, price included, so creating an event
+// twice is harmless, never frees a held seat and never reprices a seat a buyer is paying for.
+func (st *Store) CreateSeats(ctx context.Context, eventID string, seats []NewSeat) error {
+	seats, err := ValidateSeats(eventID, seats)
+	if err != nil {
+		return err
 	}
 	now := FormatTime(st.now())
-	for _, id := range seatIDs {
-		if id == "" {
-			return &reservation.ValidationError{Problems: []reservation.Problem{{Field: "seatIds", Reason: "empty seat id"}}}
-		}
+	for _, seat := range seats {
 		_, err := st.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(st.seats),
 			Item: map[string]types.AttributeValue{
-				"seatKey": s(reservation.SeatKey(eventID, id)), tables.AttrEventID: s(eventID), tables.AttrSeatID: s(id),
+				"seatKey": s(reservation.SeatKey(eventID, seat.SeatID)), tables.AttrEventID: s(eventID), tables.AttrSeatID: s(seat.SeatID),
 				attrState: s(string(reservation.Available)), attrVersion: n(1), attrUpdatedAt: s(now),
+				attrPriceMinor: n(seat.PriceMinor), attrCurrency: s(seat.Currency),
 			},
 			ConditionExpression: aws.String("attribute_not_exists(seatKey)"),
 		})
 		var ccf *types.ConditionalCheckFailedException
 		if err != nil && !errors.As(err, &ccf) {
 			st.countAPIError("create_seats", err)
-			return fmt.Errorf("inventory: create seat %s: %w", reservation.SeatKey(eventID, id), err)
+			return fmt.Errorf("inventory: create seat %s: %w", reservation.SeatKey(eventID, seat.SeatID), err)
 		}
 	}
 	return nil

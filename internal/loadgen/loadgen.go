@@ -54,8 +54,6 @@ type Buyer struct {
 	SeatIDs        []string
 	Behaviour      Behaviour
 	PaymentMethod  string
-	Amount         int64
-	Currency       string
 }
 
 // PlanOptions shape a crowd of buyers.
@@ -64,10 +62,7 @@ type PlanOptions struct {
 	Seats         []string
 	SeatsPerBuyer int
 	Mix           Mix
-	// PricePerSeat in minor units of Currency.
-	PricePerSeat int64
-	Currency     string
-	Seed         int64
+	Seed          int64
 }
 
 // Plan builds buyers who each want SeatsPerBuyer distinct seats chosen at random (so with more
@@ -84,12 +79,6 @@ func Plan(o PlanOptions) ([]Buyer, error) {
 	}
 	if len(o.Mix) == 0 {
 		o.Mix = Mix{Pays: 1}
-	}
-	if o.PricePerSeat <= 0 {
-		o.PricePerSeat = 5000
-	}
-	if o.Currency == "" {
-		o.Currency = "eur"
 	}
 	behaviours := make([]Behaviour, 0, len(o.Mix))
 	total := 0.0
@@ -127,8 +116,6 @@ func Plan(o PlanOptions) ([]Buyer, error) {
 			SeatIDs:        seats,
 			Behaviour:      b,
 			PaymentMethod:  PaymentMethods[b],
-			Amount:         o.PricePerSeat * int64(len(seats)),
-			Currency:       o.Currency,
 		}
 	}
 	return buyers, nil
@@ -301,9 +288,8 @@ func buy(ctx context.Context, o Options, postSlots, pollSlots chan struct{}, b B
 		res.Outcome, res.Err = Failed, err.Error()
 		return res
 	}
-	body, _ := json.Marshal(map[string]any{
-		"seatIds": b.SeatIDs, "amount": b.Amount, "currency": b.Currency, "paymentMethod": b.PaymentMethod,
-	})
+	// No amount or currency: the API charges the seats' prices, whatever a buyer might claim.
+	body, _ := json.Marshal(map[string]any{"seatIds": b.SeatIDs, "paymentMethod": b.PaymentMethod})
 	url := strings.TrimRight(o.BaseURL, "/") + "/events/" + o.EventID + "/reservations"
 	code, st, tries, service, err := call(ctx, o, postSlots, http.MethodPost, url, token, b.IdempotencyKey, body)
 	res.Posts, res.PostService = tries, service

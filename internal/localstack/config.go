@@ -70,6 +70,9 @@ type Config struct {
 	// itself reuses $DYNAMODB_ENDPOINT when set).
 	DynamoDBEndpoint string
 
+	// Pricing prices the seats SeedEvent creates (zero value: a flat DefaultSeatPrice EUR).
+	Pricing Pricing
+
 	// Hold is how long a claim holds seats (default config.DefaultHold, 10 minutes).
 	Hold time.Duration
 	// MaxSeats bounds seats per reservation (default config.DefaultMaxSeats).

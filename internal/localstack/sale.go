@@ -89,10 +89,11 @@ type SaleOptions struct {
 	Buyers        int
 	SeatsPerBuyer int
 	Mix           loadgen.Mix
-	PricePerSeat  int64
-	Currency      string
-	Seed          int64
-	Faults        FaultPlan
+	// Pricing prices the sale's seats; nil uses the stack's Config.Pricing. Buyers send no
+	// amount: the API charges the seats' prices.
+	Pricing *Pricing
+	Seed    int64
+	Faults  FaultPlan
 	// Concurrency bounds buyers in flight; PollInterval is how often a buyer reads its status.
 	Concurrency  int
 	PollInterval time.Duration
@@ -143,13 +144,16 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	if o.SampleInterval <= 0 {
 		o.SampleInterval = 500 * time.Millisecond
 	}
-	seats, err := st.SeedEvent(ctx, o.EventID, o.Seats)
+	pricing := st.cfg.Pricing
+	if o.Pricing != nil {
+		pricing = *o.Pricing
+	}
+	seats, err := st.SeedEventPriced(ctx, o.EventID, o.Seats, pricing)
 	if err != nil {
 		return nil, err
 	}
 	buyers, err := loadgen.Plan(loadgen.PlanOptions{
-		Buyers: o.Buyers, Seats: seats, SeatsPerBuyer: o.SeatsPerBuyer, Mix: o.Mix,
-		PricePerSeat: o.PricePerSeat, Currency: o.Currency, Seed: o.Seed,
+		Buyers: o.Buyers, Seats: seats, SeatsPerBuyer: o.SeatsPerBuyer, Mix: o.Mix, Seed: o.Seed,
 	})
 	if err != nil {
 		return nil, err

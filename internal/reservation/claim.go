@@ -118,6 +118,15 @@ func idProblem(v string) string {
 	return ""
 }
 
+// NormalizeCurrency returns c in the stored form, upper case ("eur" -> "EUR"), and whether it
+// is a three-letter ISO 4217 code at all.
+func NormalizeCurrency(c string) (string, bool) {
+	if !validCurrency(c) {
+		return "", false
+	}
+	return strings.ToUpper(c), true
+}
+
 func validCurrency(c string) bool {
 	if len(c) != 3 {
 		return false
@@ -173,6 +182,8 @@ func NewReservation(req ClaimRequest, l Limits, now time.Time) (Reservation, err
 
 // Seat is one seat of an event as the inventory stores it. A seat is AVAILABLE, or HELD,
 // PAYMENT_PENDING or CONFIRMED by ReservationID; releasing it makes it AVAILABLE again.
+// PriceMinor and Currency are the seat's price, set when the seat is created and never changed
+// by a claim or transition; a seat without one (PriceMinor 0) is not on sale.
 type Seat struct {
 	EventID       string
 	SeatID        string
@@ -180,6 +191,9 @@ type Seat struct {
 	ReservationID string
 	HoldExpiresAt time.Time
 	Version       int64
+	PriceMinor    int64
+	// Currency is ISO 4217 in upper case, as reservations store it.
+	Currency string
 }
 
 // SeatKey is the Seats table key of a seat: {eventId}#{seatId}.

@@ -158,7 +158,7 @@ func (r *ddbRig) outboxTypes(t *testing.T, id string) map[outbox.Type]int {
 func TestSweeperReleasesOrphanedHoldOnDynamoDB(t *testing.T) {
 	r := newDDBRig(t)
 	ctx := context.Background()
-	if err := r.inv.CreateSeats(ctx, "ev1", []string{"A1", "A2"}); err != nil {
+	if err := r.inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(100, "eur", "A1", "A2")); err != nil {
 		t.Fatal(err)
 	}
 	held := r.claim(t, "r_orphan", "A1")
@@ -220,7 +220,7 @@ func TestSweeperRacingConfirmOnDynamoDB(t *testing.T) {
 	for i := range seats {
 		seats[i] = fmt.Sprintf("S%d", i)
 	}
-	if err := r.inv.CreateSeats(ctx, "ev1", seats); err != nil {
+	if err := r.inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(100, "eur", seats...)); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < rounds; i++ {
