@@ -24,13 +24,17 @@ import (
 //     cannot be released in that state) and ask again later.
 //
 // The ASL loops through "retry" at most ReconcileAttempts times; the last attempt leaves the
-// reservation in UNKNOWN_NEEDS_RECONCILIATION ("unresolved") for the sweeper.
+// reservation in UNKNOWN_NEEDS_RECONCILIATION ("unresolved") for the sweeper. The loop through
+// "Capture payment" is bounded separately, by the captures handed out (ReconcileResult.Captures),
+// so an authorization found on the last attempt is still captured. Only unanswered provider
+// calls end an attempt as unknown; a hold that lapses mid-step is read again, never routed.
 func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error) {
 	in := st.Input
 	id := in.ReservationID
 	res := ReconcileResult{Attempt: 1}
 	if st.Reconcile != nil {
 		res.Attempt = st.Reconcile.Attempt + 1
+		res.Captures = st.Reconcile.Captures
 	}
 	finish := func(outcome, detail string) (ReconcileResult, error) {
 		res.Outcome, res.Detail = outcome, detail
@@ -89,19 +93,30 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 			switch {
 			case r.Inventory == reservation.Confirmed && (r.Payment == reservation.Authorized ||
 				r.Payment == reservation.CapturePending || r.Payment == reservation.UnknownNeedsReconciliation):
-				// The bound is for the ASL's capture/reconcile loop; a first pass (the
-				// sweeper's Resolve, or ReconcileAttempts 1) always gets to capture.
-				if res.Attempt > 1 && res.Attempt >= s.attempts() {
+				// The bound is for the ASL's capture/reconcile loop, so it counts the captures
+				// this execution was sent to, not the reconcile attempts: attempts spent
+				// waiting for a late authorization say nothing about capturing it. A first
+				// capture (the sweeper's Resolve, ReconcileAttempts 1, or an authorization
+				// found on the last attempt) always goes ahead.
+				if res.Captures > 0 && res.Captures >= max(s.attempts()-1, 1) {
 					return s.unknown(ctx, in, r, &res, "capture kept failing")
 				}
+				res.Captures++
 				return finish(OutcomeCapture, "")
 			case r.Payment != reservation.Authorized:
 				step = s.recordPayment(ctx, r, reservation.AuthorizationOK, auth, "")
 			case live:
 				_, err := s.Store.Confirm(ctx, id, reservation.GuardOf(r))
 				step = storeError(id, err)
-				if step == nil {
+				var lapsed *HoldExpired
+				switch {
+				case step == nil:
 					step = &TransactionConflict{Detail: "confirmed; read again"}
+				case errors.As(step, &lapsed):
+					// The hold ran out between the read and the write: the next round sees
+					// it lapsed and applies the late-success policy. HoldExpired is not a
+					// name the reconcile state routes on.
+					step = &TransactionConflict{Detail: "the hold lapsed while confirming; read again"}
 				}
 			default:
 				step = s.lateSuccess(ctx, in, r, auth)
@@ -176,6 +191,16 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 
 		default:
 			return s.unknown(ctx, in, r, &res, "the provider reports "+auth.ProviderStatus)
+		}
+		var uncertain *PaymentUncertain
+		if errors.As(step, &uncertain) {
+			// A void or refund the provider did not answer (lateSuccess): record the unknown
+			// and ask again after the backoff, as for any other unanswered call, rather than
+			// leaving the loop with an error no Retry lists.
+			if cur, err := s.get(ctx, id); err == nil {
+				r = cur
+			}
+			return s.unknown(ctx, in, r, &res, uncertain.Detail)
 		}
 		if step != nil && !retryable(step) {
 			return fail(step)

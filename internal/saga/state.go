@@ -123,6 +123,11 @@ type ReconcileResult struct {
 	Outcome string `json:"outcome"`
 	// Attempt counts reconcile runs in this execution; the step bounds the retry loop by it.
 	Attempt int `json:"attempt"`
+	// Captures counts how often reconcile has sent this execution to "Capture payment"; the
+	// capture/reconcile loop is bounded by it rather than by Attempt, so that an
+	// authorization found late in the retry loop (e.g. on its last attempt) still gets to
+	// capture.
+	Captures int `json:"captures,omitempty"`
 	// RetryAfterSeconds is how long the ASL waits before the next attempt (outcome retry).
 	RetryAfterSeconds int    `json:"retryAfterSeconds,omitempty"`
 	ProviderStatus    string `json:"providerStatus,omitempty"`
