@@ -38,47 +38,61 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 		// Money first: seats may not go back while money may be held.
 		switch r.Payment {
 		case reservation.Authorizing, reservation.Authorized, reservation.UnknownNeedsReconciliation:
-			auth, err := s.void(ctx, r, cancelReason(reason))
+			truth, err := s.void(ctx, r, cancelReason(reason))
 			if err != nil {
-				s.outcome(ctx, "compensate", in, outcomeName(err), err)
-				return res, err
-			}
-			event, label := reservation.VoidPayment, "voided"
-			if auth.State == payment.StateRefunded || auth.State == payment.StatePaid {
-				event, label = reservation.RefundPayment, "refunded"
-			}
-			if auth.State == payment.StatePaid {
-				// The money was captured after all: refund it (next round records it).
-				if _, err := s.Payments.Refund(ctx, payment.RefundRequest{ReservationID: id, PaymentIntentID: r.PaymentIntentID, Reason: "requested_by_customer"}); err != nil {
-					routed := paymentError(id, err)
-					s.outcome(ctx, "compensate", in, outcomeName(routed), routed)
-					return res, routed
-				}
+				return res, s.compensateUnknown(ctx, in, r, err)
 			}
 			from := r.Payment
-			if event == reservation.RefundPayment && from != reservation.UnknownNeedsReconciliation {
-				// Only the reconciliation state records a refund straight from an authorization.
+			switch truth.State {
+			case payment.StatePaid:
+				// The money was captured after all: refund it. The next round's void finds
+				// the intent refunded and records that.
+				if err := s.refund(ctx, r); err != nil {
+					return res, s.compensateUnknown(ctx, in, r, err)
+				}
+				s.compensation("compensate", "refund_requested")
+				if from == reservation.UnknownNeedsReconciliation {
+					continue
+				}
+				// Only the reconciliation state records a refund straight from an
+				// authorization; going there first also keeps the seats protected.
 				_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r),
 					Event: reservation.OutcomeUnknown, From: from, Reason: "captured before compensation"})
 				if err = s.storeStep(ctx, "compensate", in, err); err != nil {
 					return res, err
 				}
 				continue
+			case payment.StateRefunded:
+				if from != reservation.UnknownNeedsReconciliation {
+					_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r),
+						Event: reservation.OutcomeUnknown, From: from, Reason: "refunded before compensation"})
+					if err = s.storeStep(ctx, "compensate", in, err); err != nil {
+						return res, err
+					}
+					continue
+				}
+				_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r),
+					Event: reservation.RefundPayment, From: from, Reason: reason, NotifyCustomer: true})
+				if err = s.storeStep(ctx, "compensate", in, err); err != nil {
+					return res, err
+				}
+				res.Payment = "refunded"
+				s.compensation("compensate", "refunded")
+				continue
 			}
+			// void returns no other state without an error: the intent is canceled.
 			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r),
-				Event: event, From: from, Reason: reason, NotifyCustomer: true})
+				Event: reservation.VoidPayment, From: from, Reason: reason, NotifyCustomer: true})
 			if err = s.storeStep(ctx, "compensate", in, err); err != nil {
 				return res, err
 			}
-			res.Payment = label
-			s.compensation("compensate", label)
+			res.Payment = "voided"
+			s.compensation("compensate", "voided")
 			continue
 
 		case reservation.Paid:
-			if _, err := s.Payments.Refund(ctx, payment.RefundRequest{ReservationID: id, PaymentIntentID: r.PaymentIntentID, Reason: "requested_by_customer"}); err != nil {
-				routed := paymentError(id, err)
-				s.outcome(ctx, "compensate", in, outcomeName(routed), routed)
-				return res, routed
+			if err := s.refund(ctx, r); err != nil {
+				return res, s.compensateUnknown(ctx, in, r, err)
 			}
 			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r),
 				Event: reservation.RefundPayment, From: reservation.Paid, Reason: reason, NotifyCustomer: true})
@@ -98,13 +112,30 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 		case reservation.Failed:
 			// A declined PaymentIntent waits for another payment method; cancel it so that
 			// nothing can authorize it later. The cancel key makes this a no-op when repeated.
+			// The table has no way out of FAILED, so the provider's answer decides what this
+			// step does rather than what it records: the seats go back only once the intent is
+			// known canceled or refunded. Until then they stay held, and the hold index leads
+			// the sweeper (and the ASL's reconcile loop) back here.
 			if r.PaymentIntentID != "" && res.Payment == "none" {
-				if _, err := s.void(ctx, r, cancelReason(reason)); err != nil {
-					s.outcome(ctx, "compensate", in, outcomeName(err), err)
-					return res, err
+				truth, err := s.void(ctx, r, cancelReason(reason))
+				if err != nil {
+					return res, s.compensateUnknown(ctx, in, r, err)
 				}
-				res.Payment = "voided"
-				s.compensation("compensate", "voided")
+				switch truth.State {
+				case payment.StatePaid:
+					// Captured although the saga gave up on it: the seats are not being
+					// sold, so the money goes back. The next round finds it refunded.
+					if err := s.refund(ctx, r); err != nil {
+						return res, s.compensateUnknown(ctx, in, r, err)
+					}
+					s.compensation("compensate", "refund_requested")
+					continue
+				case payment.StateRefunded:
+					res.Payment = "refunded"
+				default:
+					res.Payment = "voided"
+				}
+				s.compensation("compensate", res.Payment)
 			}
 		case reservation.Canceled:
 			if res.Payment == "none" {
@@ -138,28 +169,90 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 }
 
 // void cancels the reservation's PaymentIntent with the key {reservationId}:cancel and
-// returns the provider's truth afterwards. A cancel the provider refuses because the intent
-// is already canceled (or was captured) is answered by retrieving the truth.
+// returns the provider's truth afterwards. Without an error the truth is CANCELED, PAID
+// (captured: refund it) or REFUNDED; nothing else. A cancel the provider refuses (already
+// canceled, captured, or in a state that cannot be canceled) is answered by retrieving the
+// truth. Every other answer is a *PaymentUncertain: an unanswered cancel, and an
+// authorization that is still open (AUTHORIZED after a late authorization, or still
+// processing), which the void must reach later; the seats may not go back on either.
 func (s *Steps) void(ctx context.Context, r reservation.Reservation, why string) (payment.Authorization, error) {
 	if r.PaymentIntentID == "" {
 		return payment.Authorization{State: payment.StateCanceled}, nil
 	}
 	auth, err := s.Payments.Cancel(ctx, payment.CancelRequest{ReservationID: r.ID, PaymentIntentID: r.PaymentIntentID, Reason: why})
-	if err == nil {
+	if err == nil && auth.State == payment.StateCanceled {
 		return auth, nil
 	}
 	if payment.IsUncertain(err) {
-		return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: err.Error()}
+		return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: "void: " + err.Error()}
+	}
+	refusal := "cancel answered " + string(auth.State)
+	if err != nil {
+		refusal = "cancel refused (" + err.Error() + ")"
 	}
 	truth, rerr := s.Payments.Retrieve(ctx, r.PaymentIntentID)
 	if rerr != nil {
-		return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: "cancel refused (" + err.Error() + "); truth unknown: " + rerr.Error()}
+		return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: refusal + "; truth unknown: " + rerr.Error()}
 	}
 	switch truth.State {
 	case payment.StateCanceled, payment.StatePaid, payment.StateRefunded:
 		return truth, nil
 	}
-	return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: "cancel refused: " + err.Error() + "; provider status " + truth.ProviderStatus}
+	return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: refusal + "; the authorization is still open, provider status " + truth.ProviderStatus}
+}
+
+// refund returns a captured payment with the key {reservationId}:refund. It returns nil once
+// the provider accepted the refund (or the truth shows the payment refunded already); an
+// unanswered refund, a refused one whose payment is not refunded, and a refund the provider
+// reports failed or canceled are a *PaymentUncertain: the money may still be held. Every
+// caller sends the same request, so the key never meets other parameters.
+func (s *Steps) refund(ctx context.Context, r reservation.Reservation) error {
+	rf, err := s.Payments.Refund(ctx, payment.RefundRequest{ReservationID: r.ID, PaymentIntentID: r.PaymentIntentID})
+	if err == nil {
+		if rf.Status == "failed" || rf.Status == "canceled" {
+			return &PaymentUncertain{ReservationID: r.ID, Detail: "refund " + rf.RefundID + " ended " + rf.Status + "; the money is still held"}
+		}
+		return nil
+	}
+	if payment.IsUncertain(err) {
+		return &PaymentUncertain{ReservationID: r.ID, Detail: "refund: " + err.Error()}
+	}
+	truth, rerr := s.Payments.Retrieve(ctx, r.PaymentIntentID)
+	switch {
+	case rerr != nil:
+		return &PaymentUncertain{ReservationID: r.ID, Detail: "refund refused (" + err.Error() + "); truth unknown: " + rerr.Error()}
+	case truth.State == payment.StateRefunded:
+		return nil
+	}
+	return &PaymentUncertain{ReservationID: r.ID, Detail: "refund refused (" + err.Error() + "); provider status " + truth.ProviderStatus}
+}
+
+// compensateUnknown ends a compensate attempt whose void or refund has no known outcome: it
+// records UNKNOWN_NEEDS_RECONCILIATION where the table allows it (the seats stay protected
+// and the reservation joins the reconciliation index) and returns the routed error, so the
+// ASL retries the step with the same idempotency keys and then reconciles. FAILED has no way
+// out in the table; its seats stay held and so on the sweeper's hold index.
+func (s *Steps) compensateUnknown(ctx context.Context, in Input, r reservation.Reservation, cause error) error {
+	if err := s.markUnknown(ctx, r, cause.Error()); err != nil && !retryable(err) {
+		s.outcome(ctx, "compensate", in, "error", err)
+		return err
+	}
+	s.outcome(ctx, "compensate", in, outcomeName(cause), cause)
+	return cause
+}
+
+// markUnknown records UNKNOWN_NEEDS_RECONCILIATION when the stored payment state may move
+// there and is not there yet.
+func (s *Steps) markUnknown(ctx context.Context, r reservation.Reservation, detail string) error {
+	if r.Payment == reservation.UnknownNeedsReconciliation {
+		return nil
+	}
+	if _, ok := reservation.NextPayment(r.Payment, reservation.OutcomeUnknown); !ok {
+		return nil
+	}
+	_, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+		Event: reservation.OutcomeUnknown, From: r.Payment, Reason: detail})
+	return storeError(r.ID, err)
 }
 
 // cancelReason maps the saga's reason to Stripe's cancellation_reason vocabulary.

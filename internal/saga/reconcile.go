@@ -81,6 +81,16 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 		var step error
 		switch auth.State {
 		case payment.StatePaid:
+			if givenUp(r) {
+				// Captured although the saga recorded it failed or canceled (the table has no
+				// way back from those): the seats are not being sold, so the money goes back.
+				// The next round finds the intent refunded.
+				if err := s.refund(ctx, r); err != nil {
+					return s.unknown(ctx, in, r, &res, err.Error())
+				}
+				s.compensation("reconcile", "refund_requested")
+				continue
+			}
 			step = s.recordCaptured(ctx, r, auth)
 			if step == nil && r.Payment == reservation.Paid && r.Inventory != reservation.Confirmed {
 				step = s.lateSuccess(ctx, in, r, auth)
@@ -91,6 +101,17 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 
 		case payment.StateAuthorized:
 			switch {
+			case givenUp(r):
+				// A late authorization of a payment already recorded failed or canceled: the
+				// table cannot take it back, so it is voided; the next round decides from the
+				// canceled intent. Until the void lands the seats stay where they are.
+				truth, err := s.void(ctx, r, "abandoned")
+				if err != nil {
+					return s.unknown(ctx, in, r, &res, err.Error())
+				}
+				s.compensation("reconcile", "late_authorization_voided")
+				res.ProviderStatus = truth.ProviderStatus
+				continue
 			case r.Inventory == reservation.Confirmed && (r.Payment == reservation.Authorized ||
 				r.Payment == reservation.CapturePending || r.Payment == reservation.UnknownNeedsReconciliation):
 				// The bound is for the ASL's capture/reconcile loop, so it counts the captures
@@ -150,12 +171,20 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 			}
 
 		case payment.StateFailed:
-			if _, err := s.void(ctx, r, "abandoned"); err != nil {
+			// Declined, but the intent still waits for another payment method: void it so
+			// nothing can authorize it later, and act on the answer. Only a canceled intent
+			// lets the seats go; one that moved meanwhile (authorized, captured) is decided
+			// again from the truth; an unanswered void is unknown, never FAILED.
+			truth, err := s.void(ctx, r, "abandoned")
+			if err != nil {
 				return s.unknown(ctx, in, r, &res, err.Error())
 			}
 			switch {
-			case r.Payment != reservation.Failed && r.Payment != reservation.Canceled:
-				step = s.recordPayment(ctx, r, reservation.PaymentDeclined, auth, "declined")
+			case truth.State != payment.StateCanceled:
+				res.ProviderStatus = truth.ProviderStatus
+				continue
+			case !givenUp(r):
+				step = s.settleDeclined(ctx, in, r, truth)
 			case r.Inventory != reservation.Released:
 				step = s.release(ctx, in, r, !r.HoldLive(now), "payment_declined", true)
 			default:
@@ -181,7 +210,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 			}
 
 		case payment.StateRefunded:
-			if r.Payment != reservation.Refunded {
+			if r.Payment != reservation.Refunded && !givenUp(r) {
 				step = s.recordPayment(ctx, r, reservation.RefundPayment, auth, "refunded")
 			} else if r.Inventory != reservation.Released {
 				step = s.release(ctx, in, r, false, "payment_refunded", true)
@@ -254,21 +283,29 @@ func (s *Steps) lateSuccess(ctx context.Context, in Input, r reservation.Reserva
 		s.log().InfoContext(ctx, "late payment: seats taken by another buyer", "reservationId", r.ID, "correlationId", in.CorrelationID)
 	}
 	// Void (or refund) and tell the customer; the seats go back if they are still ours.
+	// The void's answer decides: an intent captured meanwhile is refunded, never recorded
+	// voided.
 	truth := auth
-	if auth.State == payment.StatePaid {
-		if _, err := s.Payments.Refund(ctx, payment.RefundRequest{ReservationID: r.ID, PaymentIntentID: r.PaymentIntentID}); err != nil {
-			return paymentError(r.ID, err)
-		}
-		truth.State = payment.StateRefunded
-	} else {
+	if truth.State != payment.StatePaid {
 		var err error
 		if truth, err = s.void(ctx, r, "abandoned"); err != nil {
 			return err
 		}
 	}
+	if truth.State == payment.StatePaid {
+		if err := s.refund(ctx, r); err != nil {
+			return err
+		}
+		truth.State = payment.StateRefunded
+	}
 	event := reservation.VoidPayment
 	if truth.State == payment.StateRefunded {
 		event = reservation.RefundPayment
+	}
+	if _, ok := reservation.NextPayment(r.Payment, event); !ok {
+		// E.g. AUTHORIZED -> REFUNDED: recorded through UNKNOWN, and the next round
+		// records the refund the provider reports.
+		return s.recordPayment(ctx, r, event, auth, "late_payment")
 	}
 	_, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
 		Event: event, From: r.Payment, CaptureBefore: auth.CaptureBefore, Reason: "late_payment", NotifyCustomer: true})
@@ -284,6 +321,38 @@ func (s *Steps) lateSuccess(ctx context.Context, in Input, r reservation.Reserva
 		return s.release(ctx, in, r, false, "late_payment", true)
 	}
 	return &TransactionConflict{Detail: "voided; read again"}
+}
+
+// settleDeclined records a declined payment whose intent is now known canceled as CANCELED,
+// then gives the seats back as a decline (a Release, not an expiry, whatever the clock says,
+// so the saga routes "failed"). A crash between the two writes leaves CANCELED with the seats
+// held, which the next round releases. Success reads as "read again".
+func (s *Steps) settleDeclined(ctx context.Context, in Input, r reservation.Reservation, truth payment.Authorization) error {
+	if _, ok := reservation.NextPayment(r.Payment, reservation.VoidPayment); !ok {
+		// E.g. CAPTURE_PENDING: recorded through UNKNOWN; the next round records the void.
+		return s.recordPayment(ctx, r, reservation.VoidPayment, truth, "declined")
+	}
+	_, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+		Event: reservation.VoidPayment, From: r.Payment, Reason: "declined", NotifyCustomer: true})
+	if err != nil {
+		return storeError(r.ID, err)
+	}
+	s.compensation("reconcile", "voided")
+	id := r.ID
+	if r, err = s.Store.Get(ctx, id); err != nil {
+		return storeError(id, err)
+	}
+	if r.HoldActive() {
+		return s.release(ctx, in, r, false, "payment_declined", true)
+	}
+	return &TransactionConflict{Detail: "voided; read again"}
+}
+
+// givenUp reports a payment the saga recorded as failed or canceled: states the transition
+// table never leaves, so a later provider truth (a late authorization or capture) is
+// answered by voiding or refunding, not recorded.
+func givenUp(r reservation.Reservation) bool {
+	return r.Payment == reservation.Failed || r.Payment == reservation.Canceled
 }
 
 // recordCaptured brings the stored payment state to PAID along the legal transitions.

@@ -507,9 +507,15 @@ func TestCompensate(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := authorized(t, h, "pm_card_visa")
 		h.pay.fail["cancel"] = []error{&payment.Uncertain{Op: payment.OpCancel, Reason: "timeout"}}
-		_, err := h.steps.Compensate(context.Background(), State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}})
+		st := State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}}
+		_, err := h.steps.Compensate(context.Background(), st)
 		wantErr[*PaymentUncertain](t, err)
-		h.expectState("r1", reservation.PaymentPending, reservation.Authorized)
+		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+		// The ASL's retry, with the provider back, voids under the same key and releases.
+		if res, err := h.steps.Compensate(context.Background(), st); err != nil || res.Payment != "voided" || !res.SeatsReleased {
+			t.Fatalf("retry: %+v %v", res, err)
+		}
+		h.expectState("r1", reservation.Released, reservation.Canceled)
 	})
 	t.Run("claim never landed", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
@@ -695,7 +701,7 @@ func TestReconcileDecisions(t *testing.T) {
 			wantOutcome: OutcomeCapture, wantInv: reservation.Confirmed, wantPay: reservation.Authorized, wantPI: "requires_capture"},
 		{name: "declined at the provider", pm: "pm_card_declined",
 			setup:       func(h *harness, _ Input) { h.advance(10 * time.Minute) },
-			wantOutcome: OutcomeFailed, wantInv: reservation.Released, wantPay: reservation.Failed, wantPI: "canceled"},
+			wantOutcome: OutcomeFailed, wantInv: reservation.Released, wantPay: reservation.Canceled, wantPI: "canceled"},
 		{name: "canceled at the provider", pm: "pm_3ds",
 			setup:       func(h *harness, _ Input) { h.pay.force("r1", "canceled") },
 			wantOutcome: OutcomeFailed, wantInv: reservation.Released, wantPay: reservation.Canceled, wantPI: "canceled"},

@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/localstack"
+	"github.com/seatsaga/seatsaga/internal/outbox"
+	"github.com/seatsaga/seatsaga/internal/paymentsim"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+)
+
+// N1. A declined card whose void (the cancel of the PaymentIntent) does not get a clear
+// answer. The saga must not guess: the payment goes to UNKNOWN_NEEDS_RECONCILIATION with the
+// seat protected, and only the provider's truth, retrieved by reconciliation, lets the seat
+// go, with the payment recorded CANCELED. At no moment is the payment FAILED while the
+// intent could still be authorized, and the invariant checker passes throughout.
+//
+// The decline webhook is held back (WebhookDelay) so that the saga, not the webhook, records
+// the decline; the webhook races the compensate step otherwise, and FAILED has no way out of
+// the transition table.
+func TestDeclineWithUnansweredVoid(t *testing.T) {
+	noWebhooks := localstack.PaymentsConfig{WebhookDelay: 48 * time.Hour}
+
+	t.Run("the void acts but its answer is lost: reconciliation finds it canceled", func(t *testing.T) {
+		e := New(t, Options{Payments: noWebhooks})
+		seats := e.Seed("ev1", 1)
+		// Every cancel acts, then loses its response: compensate never hears back. The first
+		// answer is held until the client times out, the later ones are cut at once (the
+		// same uncertainty, without waiting out the timeout on every retry).
+		e.Stack.Payments.LoseResponseNext(paymentsim.EndpointCancelIntent, 1)
+		e.Stack.Payments.InjectFault(paymentsim.EndpointCancelIntent, paymentsim.Fault{Kind: paymentsim.FaultDropConnection, Times: -1})
+		in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodDeclined, seats[0])
+		x := e.Finish(e.Reserve(in))
+
+		if x.Error != "PaymentDeclined" || !slices.Contains(x.Path, "Reconcile payment") || x.Path[len(x.Path)-1] != "Payment failed" {
+			t.Fatalf("%s %s: path %q", x.Status, x.Error, x.Path)
+		}
+		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+		e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+		l, ok := e.Ledger(in.ReservationID)
+		if !ok || l.Status != "canceled" || l.Held() != 0 || l.Captured != 0 || l.Declines != 1 {
+			t.Fatalf("ledger %+v", l)
+		}
+		expectNeverFailed(t, e, in.ReservationID)
+		e.Invariants()
+	})
+
+	t.Run("the void fails before acting: seats protected until the sweeper's reconciliation voids it", func(t *testing.T) {
+		e := New(t, Options{Payments: noWebhooks, ReconcileAttempts: 2})
+		seats := e.Seed("ev1", 1)
+		e.Stack.Payments.InjectFault(paymentsim.EndpointCancelIntent, paymentsim.Fault{Kind: paymentsim.FaultFailBeforeActing, Times: -1})
+		in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodDeclined, seats[0])
+		x := e.Finish(e.Reserve(in))
+
+		// Compensate and the bounded reconcile loop never learned the void's outcome: the
+		// execution leaves the reservation in the backlog, the seat still held for it.
+		if x.Error != "NeedsReconciliation" || !slices.Contains(x.Path, "Void payment after decline") {
+			t.Fatalf("%s %s: path %q", x.Status, x.Error, x.Path)
+		}
+		r := e.ExpectReservation(in.ReservationID, reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+		if l, _ := e.Ledger(in.ReservationID); l.Status != "requires_payment_method" {
+			t.Fatalf("ledger %+v", l)
+		}
+		e.Invariants()
+
+		// The provider answers again; the sweeper reconciles from its truth.
+		e.Stack.Payments.ClearFaults()
+		e.Clock.Set(r.ReconcileSince.Add(e.Stack.AppConfig.SweepGrace + time.Second))
+		if res := e.Sweep(); res.Errors != 0 || res.ReconciliationBacklog != 0 {
+			t.Fatalf("sweep: %+v", res)
+		}
+		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+		e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+		if l, _ := e.Ledger(in.ReservationID); l.Status != "canceled" || l.Held() != 0 || l.Captured != 0 {
+			t.Fatalf("ledger %+v", l)
+		}
+		expectNeverFailed(t, e, in.ReservationID)
+		e.Invariants()
+	})
+}
+
+// expectNeverFailed fails the test if the reservation's outbox ever announced a FAILED
+// payment: with the void unanswered, that would have been a guess.
+func expectNeverFailed(t *testing.T, e *Env, id string) {
+	t.Helper()
+	for _, env := range e.Outbox(id) {
+		if env.Type == outbox.PaymentFailed {
+			t.Fatalf("payment recorded FAILED: %v", e.OutboxTypes(id))
+		}
+	}
+}
