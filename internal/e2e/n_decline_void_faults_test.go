@@ -18,8 +18,8 @@ import (
 // intent could still be authorized, and the invariant checker passes throughout.
 //
 // The decline webhook is held back (WebhookDelay) so that the saga, not the webhook, records
-// the decline; the webhook races the compensate step otherwise, and FAILED has no way out of
-// the transition table.
+// the decline; the webhook races the compensate step otherwise, and a FAILED recorded by the
+// webhook would make expectNeverFailed's check meaningless.
 func TestDeclineWithUnansweredVoid(t *testing.T) {
 	noWebhooks := localstack.PaymentsConfig{WebhookDelay: 48 * time.Hour}
 

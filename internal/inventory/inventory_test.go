@@ -543,3 +543,39 @@ func TestUpdateDetailsKeepsVersion(t *testing.T) {
 		t.Fatalf("stored %+v", stored)
 	}
 }
+
+// TestCancelAttemptsOnlyGrow checks that refused cancels (and the customer's cancel) are
+// recorded without a version bump, survive the next transition's whole-item write, and never
+// go back.
+func TestCancelAttemptsOnlyGrow(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.seats(t, "show", "A1")
+	r := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("r1", "show", "A1"))).Reservation
+	steps := []struct {
+		name     string
+		attempts int
+		want     int
+	}{
+		{"first refusal", 1, 1},
+		{"second refusal", 2, 2},
+		{"a stale replay of the first", 1, 2},
+		{"nothing to record", 0, 2},
+	}
+	for _, s := range steps {
+		got := must[reservation.Reservation](t)(f.store.UpdateDetails(ctx, "r1", reservation.GuardOf(r), inventory.PaymentDetails{CancelAttempts: s.attempts}))
+		if got.CancelAttempts != s.want || got.Version != r.Version {
+			t.Fatalf("%s: CancelAttempts %d version %d, want %d version %d", s.name, got.CancelAttempts, got.Version, s.want, r.Version)
+		}
+	}
+	// The customer's cancel is recorded the same way and never cleared.
+	got := must[reservation.Reservation](t)(f.store.UpdateDetails(ctx, "r1", reservation.GuardOf(r), inventory.PaymentDetails{CustomerCanceled: true}))
+	if !got.CustomerCanceled || got.Version != r.Version {
+		t.Fatalf("customer cancel: %+v", got)
+	}
+	must[reservation.Reservation](t)(f.store.UpdateDetails(ctx, "r1", reservation.GuardOf(r), inventory.PaymentDetails{ExecutionARN: "arn:x"}))
+	r = must[reservation.Reservation](t)(f.store.Release(ctx, "r1", reservation.Held, reservation.GuardOf(r), "test"))
+	if stored := must[reservation.Reservation](t)(f.store.Get(ctx, "r1")); stored.CancelAttempts != 2 || !stored.CustomerCanceled || stored.Version != r.Version {
+		t.Fatalf("after a transition: %+v", stored)
+	}
+}

@@ -37,6 +37,8 @@ const (
 	attrCorrelationID   = "correlationId"
 	attrOutcome         = "outcome"
 	attrCaptureBefore   = "captureBefore"
+	attrCancelAttempts  = "cancelAttempts"
+	attrCustomerCancel  = "customerCanceled"
 	attrCreatedAt       = "createdAt"
 	// attrRevision counts every write of a reservation item, including detail updates that
 	// keep the version; whole-item puts are conditioned on it so none overwrites another.
@@ -142,6 +144,12 @@ func reservationItem(r reservation.Reservation, revision int64) map[string]types
 	if !r.CaptureBefore.IsZero() {
 		item[attrCaptureBefore] = s(FormatTime(r.CaptureBefore))
 	}
+	if r.CancelAttempts > 0 {
+		item[attrCancelAttempts] = n(int64(r.CancelAttempts))
+	}
+	if r.CustomerCanceled {
+		item[attrCustomerCancel] = &types.AttributeValueMemberBOOL{Value: true}
+	}
 	if r.HoldActive() {
 		item[tables.AttrHoldShard] = s(shardOf(r.ID))
 	}
@@ -180,6 +188,11 @@ func (ir *itemReader) num(name string) int64 {
 	return i
 }
 
+func (ir *itemReader) flag(name string) bool {
+	v, ok := ir.item[name].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
 func (ir *itemReader) time(name string) time.Time {
 	t, err := parseTime(ir.str(name))
 	if err != nil && ir.err == nil {
@@ -193,24 +206,26 @@ func (ir *itemReader) time(name string) time.Time {
 func DecodeReservation(item map[string]types.AttributeValue) (reservation.Reservation, error) {
 	ir := &itemReader{item: item}
 	r := reservation.Reservation{
-		ID:              ir.str(tables.AttrReservationID),
-		CustomerID:      ir.str(attrCustomerID),
-		EventID:         ir.str(tables.AttrEventID),
-		Amount:          ir.num(attrAmount),
-		Currency:        ir.str(attrCurrency),
-		HoldExpiresAt:   ir.time(tables.AttrHoldExpiresAt),
-		Version:         ir.num(attrVersion),
-		IdempotencyKey:  ir.str(attrIdempotencyKey),
-		RequestHash:     ir.str(attrRequestHash),
-		PaymentIntentID: ir.str(attrPaymentIntentID),
-		TaskToken:       ir.str(attrTaskToken),
-		ExecutionARN:    ir.str(attrExecutionARN),
-		CorrelationID:   ir.str(attrCorrelationID),
-		Outcome:         reservation.Outcome(ir.str(attrOutcome)),
-		CaptureBefore:   ir.time(attrCaptureBefore),
-		CreatedAt:       ir.time(attrCreatedAt),
-		UpdatedAt:       ir.time(attrUpdatedAt),
-		ReconcileSince:  ir.time(tables.AttrReconSince),
+		ID:               ir.str(tables.AttrReservationID),
+		CustomerID:       ir.str(attrCustomerID),
+		EventID:          ir.str(tables.AttrEventID),
+		Amount:           ir.num(attrAmount),
+		Currency:         ir.str(attrCurrency),
+		HoldExpiresAt:    ir.time(tables.AttrHoldExpiresAt),
+		Version:          ir.num(attrVersion),
+		IdempotencyKey:   ir.str(attrIdempotencyKey),
+		RequestHash:      ir.str(attrRequestHash),
+		PaymentIntentID:  ir.str(attrPaymentIntentID),
+		TaskToken:        ir.str(attrTaskToken),
+		ExecutionARN:     ir.str(attrExecutionARN),
+		CorrelationID:    ir.str(attrCorrelationID),
+		Outcome:          reservation.Outcome(ir.str(attrOutcome)),
+		CaptureBefore:    ir.time(attrCaptureBefore),
+		CancelAttempts:   int(ir.num(attrCancelAttempts)),
+		CustomerCanceled: ir.flag(attrCustomerCancel),
+		CreatedAt:        ir.time(attrCreatedAt),
+		UpdatedAt:        ir.time(attrUpdatedAt),
+		ReconcileSince:   ir.time(tables.AttrReconSince),
 	}
 	if l, ok := item[attrSeatIDs].(*types.AttributeValueMemberL); ok {
 		for _, v := range l.Value {

@@ -135,6 +135,26 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 			{name: "capture pending", do: pay(reservation.RequestCapture, reservation.Authorized), want: true, sinceStep: 2},
 			{name: "paid", do: pay(reservation.CaptureOK, reservation.CapturePending)},
 		}},
+		{name: "declined, void uncertain: FAILED -> UNKNOWN puts it on, the void found later takes it off", steps: []step{
+			{name: "payment pending", do: pending},
+			{name: "authorizing", do: pay(reservation.StartAuthorization, reservation.NotStarted)},
+			{name: "declined", do: pay(reservation.PaymentDeclined, reservation.Authorizing)},
+			{name: "void uncertain", do: pay(reservation.OutcomeUnknown, reservation.Failed), advance: time.Minute, want: true, sinceStep: -1},
+			{name: "voided", do: pay(reservation.VoidPayment, reservation.UnknownNeedsReconciliation)},
+		}},
+		{name: "declined, then the void or refund is found: FAILED -> CANCELED or REFUNDED stays off", steps: []step{
+			{name: "payment pending", do: pending},
+			{name: "authorizing", do: pay(reservation.StartAuthorization, reservation.NotStarted)},
+			{name: "declined", do: pay(reservation.PaymentDeclined, reservation.Authorizing)},
+			{name: "voided", do: pay(reservation.VoidPayment, reservation.Failed)},
+			{name: "released", do: release(reservation.PaymentPending)},
+		}},
+		{name: "declined, captured meanwhile and refunded: FAILED -> REFUNDED stays off", steps: []step{
+			{name: "payment pending", do: pending},
+			{name: "authorizing", do: pay(reservation.StartAuthorization, reservation.NotStarted)},
+			{name: "declined", do: pay(reservation.PaymentDeclined, reservation.Authorizing)},
+			{name: "refunded", do: pay(reservation.RefundPayment, reservation.Failed)},
+		}},
 		{name: "seats given back while authorizing, then voided: off", steps: []step{
 			{name: "payment pending", do: pending},
 			{name: "authorizing", do: pay(reservation.StartAuthorization, reservation.NotStarted)},

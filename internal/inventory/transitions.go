@@ -21,6 +21,11 @@ type PaymentDetails struct {
 	TaskToken       string
 	ExecutionARN    string
 	CaptureBefore   time.Time
+	// CancelAttempts records refused voids; it only ever grows, so a stale or replayed
+	// update cannot hand an old attempt (and its stored refusal) back to the next void.
+	CancelAttempts int
+	// CustomerCanceled, when true, records the customer's cancel; it is never cleared.
+	CustomerCanceled bool
 }
 
 func (d PaymentDetails) applyTo(r *reservation.Reservation) {
@@ -35,6 +40,12 @@ func (d PaymentDetails) applyTo(r *reservation.Reservation) {
 	}
 	if !d.CaptureBefore.IsZero() {
 		r.CaptureBefore = d.CaptureBefore.UTC()
+	}
+	if d.CancelAttempts > r.CancelAttempts {
+		r.CancelAttempts = d.CancelAttempts
+	}
+	if d.CustomerCanceled {
+		r.CustomerCanceled = true
 	}
 }
 

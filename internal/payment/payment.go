@@ -102,13 +102,31 @@ type CaptureRequest struct {
 	Amount          int64
 }
 
-// CancelRequest voids an authorization that has not been captured.
+// CancelRequest voids an authorization that has not been captured. Attempt numbers start at
+// 1; each has its own idempotency key. The caller moves to the next attempt only after the
+// provider refused a cancel (its refusal is stored under the key and replayed for 24 hours,
+// e.g. a cancel refused while the payment was processing), and repeats the attempt after an
+// unanswered one, so a retried call can act at most once.
 type CancelRequest struct {
 	ReservationID   string
 	PaymentIntentID string
+	Attempt         int
 	// Reason is Stripe's cancellation_reason vocabulary: "abandoned", "duplicate",
 	// "fraudulent" or "requested_by_customer"; empty sends none.
 	Reason string
+}
+
+// Validate reports the first problem with the request as a *ValidationError.
+func (r CancelRequest) Validate() error {
+	switch {
+	case r.ReservationID == "":
+		return &ValidationError{Field: "ReservationID", Problem: "is empty"}
+	case r.PaymentIntentID == "":
+		return &ValidationError{Field: "PaymentIntentID", Problem: "is empty"}
+	case r.Attempt < 1:
+		return &ValidationError{Field: "Attempt", Problem: fmt.Sprintf("must be >= 1, got %d", r.Attempt)}
+	}
+	return nil
 }
 
 // RefundRequest returns captured money. Amount 0 refunds everything not yet refunded.

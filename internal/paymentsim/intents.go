@@ -321,6 +321,10 @@ func (s *Sim) cancelIntent(id string, params url.Values, req requestInfo) respon
 	for _, st := range cancelableStatuses {
 		cancelable = cancelable || pi.status == st
 	}
+	if pi.status == StatusProcessing && s.opts.RefuseCancelWhileProcessing {
+		return unexpectedState("You cannot cancel this PaymentIntent because it has a status of processing (simulated: "+
+			"processing payments are not cancelable).", s.renderIntent(pi, false))
+	}
 	if !cancelable {
 		return unexpectedState(fmt.Sprintf("You cannot cancel this PaymentIntent because it has a status of %s. "+
 			"Only a PaymentIntent with one of the following statuses may be canceled: %s.", pi.status, strings.Join(cancelableStatuses, ", ")),

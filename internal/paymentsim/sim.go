@@ -38,6 +38,10 @@ type Options struct {
 	ThreeDSDelay time.Duration
 	// LateAuthorizationDelay is how long PaymentMethodAuthorizeLate stays processing; default 30 s.
 	LateAuthorizationDelay time.Duration
+	// RefuseCancelWhileProcessing makes a cancel of a processing PaymentIntent fail with
+	// payment_intent_unexpected_state, stored under its idempotency key, as Stripe does in all
+	// but rare cases; by default such a cancel goes through.
+	RefuseCancelWhileProcessing bool
 	// AuthorizationValidity is how long an authorization can be captured; default 7 days.
 	AuthorizationValidity time.Duration
 	// LostResponseHold bounds how long a lost response keeps the connection open when the

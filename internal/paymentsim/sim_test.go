@@ -210,6 +210,36 @@ func TestPaymentIntentStatusMachine(t *testing.T) {
 		}
 	})
 
+	t.Run("cancel while processing: allowed by default, refused and replayed with RefuseCancelWhileProcessing", func(t *testing.T) {
+		for _, refuse := range []bool{false, true} {
+			rg := newRig(t, paymentsim.Options{RefuseCancelWhileProcessing: refuse, LateAuthorizationDelay: time.Minute})
+			id := rg.createIntent("r8", "1000")
+			if r := rg.confirm(id, "r8:confirm:1", paymentsim.PaymentMethodAuthorizeLate); r.str("status") != paymentsim.StatusProcessing {
+				t.Fatalf("confirm: %v", r.body)
+			}
+			r := rg.call("POST", "/v1/payment_intents/"+id+"/cancel", "r8:cancel:1", nil)
+			if !refuse {
+				if r.status != 200 || r.str("status") != paymentsim.StatusCanceled {
+					t.Fatalf("cancel while processing: %d %v", r.status, r.body)
+				}
+				continue
+			}
+			errBody, _ := r.body["error"].(map[string]any)
+			if r.status != 400 || errBody["code"] != "payment_intent_unexpected_state" {
+				t.Fatalf("cancel while processing: %d %v", r.status, r.body)
+			}
+			rg.clock.Advance(time.Minute)
+			if again := rg.call("POST", "/v1/payment_intents/"+id+"/cancel", "r8:cancel:1", nil); again.status != 400 ||
+				again.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("same key after authorization: %d %v, want the stored refusal", again.status, again.body)
+			}
+			if next := rg.call("POST", "/v1/payment_intents/"+id+"/cancel", "r8:cancel:2", nil); next.status != 200 ||
+				next.str("status") != paymentsim.StatusCanceled {
+				t.Fatalf("new key after authorization: %d %v", next.status, next.body)
+			}
+		}
+	})
+
 	t.Run("abandoned 3-D Secure completed on demand", func(t *testing.T) {
 		rg := newRig(t, paymentsim.Options{})
 		id := rg.createIntent("r7", "1000")

@@ -25,6 +25,10 @@ func FuzzTransitions(f *testing.F) {
 	f.Add([]byte{2, 252, 4, 0, 8, 0, 10, 0})
 	// Capture ambiguous, reconciled as paid, refund.
 	f.Add([]byte{2, 0, 1, 0, 3, 0, 4, 0, 7, 0, 15, 0, 9, 0, 13, 0})
+	// Decline, then the void is uncertain, then found voided; release. And a decline found
+	// refunded later.
+	f.Add([]byte{2, 0, 1, 0, 5, 0, 15, 0, 11, 0, 6, 0})
+	f.Add([]byte{2, 0, 1, 0, 5, 0, 13, 0, 6, 0})
 	f.Add([]byte{})
 
 	invEvents, payEvents := InventoryEvents(), PaymentEvents()

@@ -25,6 +25,14 @@ type Reservation struct {
 	ExecutionARN    string
 	CorrelationID   string
 	Outcome         Outcome
+	// CancelAttempts counts the voids the provider refused (e.g. while the payment was still
+	// processing). The next void is attempt CancelAttempts+1 with its own idempotency key, so a
+	// stored refusal is never replayed to it; a void that went unanswered keeps its attempt.
+	CancelAttempts int
+	// CustomerCanceled records that the customer asked to cancel. Compensation then owns the
+	// reservation: no later provider truth (a late authorization or capture) may confirm,
+	// capture or reacquire its seats; it is voided or refunded instead. Once set it stays.
+	CustomerCanceled bool
 	// CaptureBefore is when the provider's authorization lapses; capture must happen earlier.
 	CaptureBefore time.Time
 	CreatedAt     time.Time

@@ -92,6 +92,11 @@ var paymentTable = []PaymentTransition{
 	{CapturePending, OutcomeUnknown, UnknownNeedsReconciliation},
 	{Paid, RefundPayment, Refunded},
 	{Paid, OutcomeUnknown, UnknownNeedsReconciliation},
+	// A recorded decline is not the last word: compensation may later find (or fail to learn)
+	// that the provider still held or took money, and that truth must be recordable.
+	{Failed, VoidPayment, Canceled},
+	{Failed, RefundPayment, Refunded},
+	{Failed, OutcomeUnknown, UnknownNeedsReconciliation},
 	// Reconciliation records the provider's truth, whatever it turns out to be.
 	{UnknownNeedsReconciliation, AuthorizationOK, Authorized},
 	{UnknownNeedsReconciliation, PaymentDeclined, Failed},

@@ -24,7 +24,7 @@ var wantPayment = map[PaymentState]map[PaymentEvent]PaymentState{
 	Authorized:     {RequestCapture: CapturePending, VoidPayment: Canceled, OutcomeUnknown: UnknownNeedsReconciliation},
 	CapturePending: {CaptureOK: Paid, PaymentDeclined: Failed, OutcomeUnknown: UnknownNeedsReconciliation},
 	Paid:           {RefundPayment: Refunded, OutcomeUnknown: UnknownNeedsReconciliation},
-	Failed:         {},
+	Failed:         {VoidPayment: Canceled, RefundPayment: Refunded, OutcomeUnknown: UnknownNeedsReconciliation},
 	Canceled:       {},
 	Refunded:       {},
 	UnknownNeedsReconciliation: {AuthorizationOK: Authorized, PaymentDeclined: Failed, CaptureOK: Paid,

@@ -281,6 +281,26 @@ func TestASLPaths(t *testing.T) {
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel", "Canceled by customer")
 		r.expectState("r1", reservation.Released, reservation.Canceled)
 	})
+	t.Run("customer cancels, the void goes unanswered and the buyer authorizes meanwhile: voided, never captured", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_3ds", "A1"))
+		token := r.waitingWith("r1", reservation.Authorizing)
+		r.pay.force("r1", "requires_capture") // 3-D Secure completed just as the customer canceled
+		cancelTimeout := &payment.Uncertain{Op: payment.OpCancel, Reason: "timeout"}
+		// One answer lost per compensate attempt (the first and its three retries).
+		r.pay.fail["cancel"] = []error{cancelTimeout, cancelTimeout, cancelTimeout, cancelTimeout}
+		if err := r.engine.SendTaskFailure(token, ErrCustomerCanceled, "DELETE /reservations/r1"); err != nil {
+			t.Fatal(err)
+		}
+		r.finish(x)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel",
+			"Reconcile payment", "What did reconciliation find?", "Canceled by customer")
+		r.expectState("r1", reservation.Released, reservation.Canceled)
+		r.expectSeatOwner("A1", "")
+		if r.pay.captures != 0 || r.pay.status("r1") != "canceled" {
+			t.Fatalf("captures %d, intent %s: the canceled reservation was sold", r.pay.captures, r.pay.status("r1"))
+		}
+	})
 	t.Run("3-D Secure never completed: hold expires", func(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
 		x := r.start(input("r1", "pm_3ds", "A1"))

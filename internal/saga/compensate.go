@@ -35,6 +35,18 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 		}
 		res.Version = r.Version
 
+		if reason == ErrCustomerCanceled && !r.CustomerCanceled {
+			// Recorded before any money moves: if this step cannot void the authorization,
+			// reconciliation (here or in the sweeper) must void it too, never confirm and
+			// capture what the customer canceled. The record keeps the version.
+			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r),
+				CustomerCanceled: true, Reason: "customer_canceled"})
+			if err = s.storeStep(ctx, "compensate", in, err); err != nil {
+				return res, err
+			}
+			continue
+		}
+
 		// Money first: seats may not go back while money may be held.
 		switch r.Payment {
 		case reservation.Authorizing, reservation.Authorized, reservation.UnknownNeedsReconciliation:
@@ -111,32 +123,41 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 
 		case reservation.Failed:
 			// A declined PaymentIntent waits for another payment method; cancel it so that
-			// nothing can authorize it later. The cancel key makes this a no-op when repeated.
-			// The table has no way out of FAILED, so the provider's answer decides what this
-			// step does rather than what it records: the seats go back only once the intent is
-			// known canceled or refunded. Until then they stay held, and the hold index leads
-			// the sweeper (and the ASL's reconcile loop) back here.
-			if r.PaymentIntentID != "" && res.Payment == "none" {
-				truth, err := s.void(ctx, r, cancelReason(reason))
-				if err != nil {
+			// nothing can authorize it later, and record the provider's answer: CANCELED,
+			// REFUNDED (after refunding a capture), or UNKNOWN when the void is not answered,
+			// which keeps the seats protected until reconciliation knows.
+			if r.PaymentIntentID == "" {
+				break
+			}
+			truth, err := s.void(ctx, r, cancelReason(reason))
+			if err != nil {
+				return res, s.compensateUnknown(ctx, in, r, err)
+			}
+			event, notify := reservation.VoidPayment, false
+			switch truth.State {
+			case payment.StatePaid:
+				// Captured although the saga gave up on it: the seats are not being sold,
+				// so the money goes back. The next round's void finds it refunded.
+				if err := s.refund(ctx, r); err != nil {
 					return res, s.compensateUnknown(ctx, in, r, err)
 				}
-				switch truth.State {
-				case payment.StatePaid:
-					// Captured although the saga gave up on it: the seats are not being
-					// sold, so the money goes back. The next round finds it refunded.
-					if err := s.refund(ctx, r); err != nil {
-						return res, s.compensateUnknown(ctx, in, r, err)
-					}
-					s.compensation("compensate", "refund_requested")
-					continue
-				case payment.StateRefunded:
-					res.Payment = "refunded"
-				default:
-					res.Payment = "voided"
-				}
-				s.compensation("compensate", res.Payment)
+				s.compensation("compensate", "refund_requested")
+				continue
+			case payment.StateRefunded:
+				// The customer was charged and has the money back: tell them.
+				event, notify = reservation.RefundPayment, true
 			}
+			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r),
+				Event: event, From: reservation.Failed, Reason: reason, NotifyCustomer: notify})
+			if err = s.storeStep(ctx, "compensate", in, err); err != nil {
+				return res, err
+			}
+			res.Payment = "voided"
+			if event == reservation.RefundPayment {
+				res.Payment = "refunded"
+			}
+			s.compensation("compensate", res.Payment)
+			continue
 		case reservation.Canceled:
 			if res.Payment == "none" {
 				res.Payment = "voided"
@@ -168,18 +189,26 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 	return res, err
 }
 
-// void cancels the reservation's PaymentIntent with the key {reservationId}:cancel and
-// returns the provider's truth afterwards. Without an error the truth is CANCELED, PAID
+// void cancels the reservation's PaymentIntent with the key {reservationId}:cancel:{attempt}
+// and returns the provider's truth afterwards. Without an error the truth is CANCELED, PAID
 // (captured: refund it) or REFUNDED; nothing else. A cancel the provider refuses (already
 // canceled, captured, or in a state that cannot be canceled) is answered by retrieving the
 // truth. Every other answer is a *PaymentUncertain: an unanswered cancel, and an
 // authorization that is still open (AUTHORIZED after a late authorization, or still
 // processing), which the void must reach later; the seats may not go back on either.
+//
+// The attempt is the stored count of refused cancels plus one, so it is deterministic: a
+// redelivered step, and a retry after an unanswered cancel, reuse the key. A refusal while
+// the authorization is still open is recorded (without bumping the version) before the step
+// reports it, because the provider replays a refusal stored under a key for 24 hours and
+// would otherwise refuse the void that can succeed once the payment stops processing.
 func (s *Steps) void(ctx context.Context, r reservation.Reservation, why string) (payment.Authorization, error) {
 	if r.PaymentIntentID == "" {
 		return payment.Authorization{State: payment.StateCanceled}, nil
 	}
-	auth, err := s.Payments.Cancel(ctx, payment.CancelRequest{ReservationID: r.ID, PaymentIntentID: r.PaymentIntentID, Reason: why})
+	attempt := r.CancelAttempts + 1
+	auth, err := s.Payments.Cancel(ctx, payment.CancelRequest{ReservationID: r.ID, PaymentIntentID: r.PaymentIntentID,
+		Attempt: attempt, Reason: why})
 	if err == nil && auth.State == payment.StateCanceled {
 		return auth, nil
 	}
@@ -198,7 +227,17 @@ func (s *Steps) void(ctx context.Context, r reservation.Reservation, why string)
 	case payment.StateCanceled, payment.StatePaid, payment.StateRefunded:
 		return truth, nil
 	}
-	return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: refusal + "; the authorization is still open, provider status " + truth.ProviderStatus}
+	detail := refusal + "; the authorization is still open, provider status " + truth.ProviderStatus
+	if _, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+		CancelAttempts: attempt, Reason: "cancel attempt refused"}); err != nil {
+		// Not recorded: the next run repeats this attempt, meets the same stored refusal
+		// and records it then.
+		detail += "; refusal not recorded: " + err.Error()
+	} else {
+		s.log().InfoContext(ctx, "cancel refused while the authorization is open; the next void uses a new attempt",
+			"reservationId", r.ID, "correlationId", r.CorrelationID, "refusedAttempt", attempt, "providerStatus", truth.ProviderStatus)
+	}
+	return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: detail}
 }
 
 // refund returns a captured payment with the key {reservationId}:refund. It returns nil once
@@ -230,8 +269,7 @@ func (s *Steps) refund(ctx context.Context, r reservation.Reservation) error {
 // compensateUnknown ends a compensate attempt whose void or refund has no known outcome: it
 // records UNKNOWN_NEEDS_RECONCILIATION where the table allows it (the seats stay protected
 // and the reservation joins the reconciliation index) and returns the routed error, so the
-// ASL retries the step with the same idempotency keys and then reconciles. FAILED has no way
-// out in the table; its seats stay held and so on the sweeper's hold index.
+// ASL retries the step with the same idempotency keys and then reconciles.
 func (s *Steps) compensateUnknown(ctx context.Context, in Input, r reservation.Reservation, cause error) error {
 	if err := s.markUnknown(ctx, r, cause.Error()); err != nil && !retryable(err) {
 		s.outcome(ctx, "compensate", in, "error", err)

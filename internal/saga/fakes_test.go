@@ -164,10 +164,10 @@ func (f *fakeStore) UpdatePayment(_ context.Context, u PaymentUpdate) (reservati
 	}
 	next := r
 	if u.Event == "" {
+		// Like the inventory store's UpdateDetails: fenced by the version, which it keeps.
 		if u.Guard.Version != r.Version {
 			return r, &reservation.StaleVersion{ReservationID: r.ID, Expected: u.Guard.Version, Actual: r.Version}
 		}
-		next.Version++
 	} else {
 		var err error
 		if next, err = r.ApplyPayment(u.Event, u.From, u.Guard, f.now()); err != nil {
@@ -182,6 +182,12 @@ func (f *fakeStore) UpdatePayment(_ context.Context, u PaymentUpdate) (reservati
 	}
 	if !u.CaptureBefore.IsZero() {
 		next.CaptureBefore = u.CaptureBefore
+	}
+	if u.CancelAttempts > next.CancelAttempts {
+		next.CancelAttempts = u.CancelAttempts
+	}
+	if u.CustomerCanceled {
+		next.CustomerCanceled = true
 	}
 	f.res[r.ID] = next
 	name := string(u.Event)
@@ -211,10 +217,15 @@ type fakePayments struct {
 	// "refund"); actAndFail makes the op act and then return its queued error (lost response).
 	fail       map[string][]error
 	actAndFail map[string]bool
+	// cancelKeys holds the refusals stored under cancel idempotency keys, which the
+	// provider replays to a cancel with the same key; cancelAttempts lists the attempts sent.
+	cancelKeys     map[string]error
+	cancelAttempts []int
 }
 
 func newFakePayments() *fakePayments {
-	return &fakePayments{pis: map[string]*payment.Authorization{}, byRes: map[string]string{}, fail: map[string][]error{}, actAndFail: map[string]bool{}}
+	return &fakePayments{pis: map[string]*payment.Authorization{}, byRes: map[string]string{}, fail: map[string][]error{},
+		actAndFail: map[string]bool{}, cancelKeys: map[string]error{}}
 }
 
 func (p *fakePayments) take(op string) error {
@@ -337,13 +348,24 @@ func (p *fakePayments) Capture(_ context.Context, req payment.CaptureRequest) (p
 func (p *fakePayments) Cancel(_ context.Context, req payment.CancelRequest) (payment.Authorization, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := req.Validate(); err != nil {
+		return payment.Authorization{}, err
+	}
+	p.cancelAttempts = append(p.cancelAttempts, req.Attempt)
+	key := fmt.Sprintf("%s:cancel:%d", req.ReservationID, req.Attempt)
+	if refusal, ok := p.cancelKeys[key]; ok {
+		return payment.Authorization{}, refusal
+	}
 	if err := p.take("cancel"); err != nil {
+		// Injected errors (timeouts, and refusals a test queues) are not stored.
 		return payment.Authorization{}, err
 	}
 	a := p.pis[req.PaymentIntentID]
 	switch a.ProviderStatus {
 	case "succeeded", "processing":
-		return payment.Authorization{}, &payment.Failed{Op: payment.OpCancel, Code: "payment_intent_unexpected_state", HTTPStatus: 400}
+		refusal := &payment.Failed{Op: payment.OpCancel, Code: "payment_intent_unexpected_state", HTTPStatus: 400}
+		p.cancelKeys[key] = refusal
+		return payment.Authorization{}, refusal
 	case "canceled":
 		return *a, nil
 	}

@@ -57,6 +57,12 @@ type PaymentUpdate struct {
 	PaymentIntentID string
 	TaskToken       string
 	CaptureBefore   time.Time
+	// CancelAttempts, when above the stored count, records a refused void (see
+	// reservation.Reservation.CancelAttempts).
+	CancelAttempts int
+	// CustomerCanceled, when true, records the customer's cancel (see
+	// reservation.Reservation.CustomerCanceled).
+	CustomerCanceled bool
 	// Reason is recorded in the outbox event; NotifyCustomer marks it for the customer.
 	Reason         string
 	NotifyCustomer bool

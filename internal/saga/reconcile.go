@@ -21,7 +21,10 @@ import (
 //     payment still processing cannot be canceled, so the seats go back and the loop waits for
 //     its late outcome;
 //   - the provider cannot answer: record UNKNOWN_NEEDS_RECONCILIATION (seats protected: they
-//     cannot be released in that state) and ask again later.
+//     cannot be released in that state) and ask again later;
+//   - the customer canceled (recorded by the compensate step, so the sweeper knows it too):
+//     whatever the provider reports, void the authorization or refund the capture, release
+//     the seats and route "canceled"; never confirm, capture or reacquire.
 //
 // The ASL loops through "retry" at most ReconcileAttempts times; the last attempt leaves the
 // reservation in UNKNOWN_NEEDS_RECONCILIATION ("unresolved") for the sweeper. The loop through
@@ -81,10 +84,10 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 		var step error
 		switch auth.State {
 		case payment.StatePaid:
-			if givenUp(r) {
-				// Captured although the saga recorded it failed or canceled (the table has no
-				// way back from those): the seats are not being sold, so the money goes back.
-				// The next round finds the intent refunded.
+			if abandoned(r) {
+				// Captured although the saga recorded it failed or canceled: the seats are
+				// not being sold, so the money goes back. The next round finds the intent
+				// refunded (and records it where the table allows).
 				if err := s.refund(ctx, r); err != nil {
 					return s.unknown(ctx, in, r, &res, err.Error())
 				}
@@ -101,10 +104,11 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 
 		case payment.StateAuthorized:
 			switch {
-			case givenUp(r):
-				// A late authorization of a payment already recorded failed or canceled: the
-				// table cannot take it back, so it is voided; the next round decides from the
-				// canceled intent. Until the void lands the seats stay where they are.
+			case abandoned(r):
+				// A late authorization of a payment already recorded failed or canceled, or
+				// of a reservation the customer canceled, is voided, not sold; the next round
+				// records the canceled intent. Until the void lands the seats stay where they
+				// are.
 				truth, err := s.void(ctx, r, "abandoned")
 				if err != nil {
 					return s.unknown(ctx, in, r, &res, err.Error())
@@ -145,13 +149,18 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 
 		case payment.StateAuthorizing:
 			switch {
-			case live:
+			case live && !r.CustomerCanceled:
 				return s.retry(ctx, in, r, &res, "the buyer has not finished paying")
 			case auth.ProviderStatus == "processing":
 				// It cannot be canceled; let the hold go and wait for the late outcome. (Once
 				// the payment is UNKNOWN the seats stay protected until its outcome is known.)
 				if r.HoldActive() && r.Payment == reservation.Authorizing {
-					step = s.release(ctx, in, r, true, "hold_expired", false)
+					expired := !r.HoldLive(now)
+					reason := "hold_expired"
+					if !expired {
+						reason = "customer_canceled"
+					}
+					step = s.release(ctx, in, r, expired, reason, !expired)
 					break
 				}
 				return s.retry(ctx, in, r, &res, "the payment is still processing")
@@ -163,7 +172,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 				switch {
 				case truth.State != payment.StateCanceled:
 					continue // It moved meanwhile (e.g. authorized): decide again.
-				case r.Payment == reservation.Failed || r.Payment == reservation.Canceled:
+				case r.Payment == reservation.Canceled:
 					step = s.release(ctx, in, r, !r.HoldLive(now), "hold_expired", false)
 				default:
 					step = s.recordPayment(ctx, r, reservation.VoidPayment, truth, "hold_expired")
@@ -183,7 +192,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 			case truth.State != payment.StateCanceled:
 				res.ProviderStatus = truth.ProviderStatus
 				continue
-			case !givenUp(r):
+			case r.Payment != reservation.Canceled:
 				step = s.settleDeclined(ctx, in, r, truth)
 			case r.Inventory != reservation.Released:
 				step = s.release(ctx, in, r, !r.HoldLive(now), "payment_declined", true)
@@ -201,7 +210,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 				} else {
 					step = s.recordPayment(ctx, r, reservation.PaymentDeclined, auth, "authorization canceled before capture")
 				}
-			case r.Payment != reservation.Canceled && r.Payment != reservation.Failed:
+			case r.Payment != reservation.Canceled:
 				step = s.recordPayment(ctx, r, reservation.VoidPayment, auth, "canceled")
 			case r.Inventory != reservation.Released:
 				step = s.release(ctx, in, r, !r.HoldLive(now), "payment_canceled", true)
@@ -210,7 +219,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 			}
 
 		case payment.StateRefunded:
-			if r.Payment != reservation.Refunded && !givenUp(r) {
+			if r.Payment != reservation.Refunded && r.Payment != reservation.Canceled {
 				step = s.recordPayment(ctx, r, reservation.RefundPayment, auth, "refunded")
 			} else if r.Inventory != reservation.Released {
 				step = s.release(ctx, in, r, false, "payment_refunded", true)
@@ -248,6 +257,9 @@ func settled(r reservation.Reservation) (bool, string) {
 		return true, OutcomePaid
 	case r.Inventory != reservation.Released:
 		return false, ""
+	case r.CustomerCanceled && !r.Payment.MoneyMayBeHeld() && r.Payment != reservation.Authorizing &&
+		r.Payment != reservation.Authorized:
+		return true, OutcomeCanceled
 	case r.Payment == reservation.Failed && wasAuthorized:
 		return true, OutcomeCaptureFailed
 	case r.Payment == reservation.Failed:
@@ -348,11 +360,18 @@ func (s *Steps) settleDeclined(ctx context.Context, in Input, r reservation.Rese
 	return &TransactionConflict{Detail: "voided; read again"}
 }
 
-// givenUp reports a payment the saga recorded as failed or canceled: states the transition
-// table never leaves, so a later provider truth (a late authorization or capture) is
-// answered by voiding or refunding, not recorded.
+// givenUp reports a payment the saga recorded as failed or canceled, so a later provider truth
+// (a late authorization or capture) is answered by voiding or refunding, never by selling the
+// seats. FAILED then records the void or refund; CANCELED has no way out and stays.
 func givenUp(r reservation.Reservation) bool {
 	return r.Payment == reservation.Failed || r.Payment == reservation.Canceled
+}
+
+// abandoned reports a reservation nobody may sell any more: its payment was given up, or the
+// customer canceled it (whatever the payment state, UNKNOWN included). A late authorization
+// is voided and a capture refunded; its seats are never confirmed or reacquired.
+func abandoned(r reservation.Reservation) bool {
+	return givenUp(r) || r.CustomerCanceled
 }
 
 // recordCaptured brings the stored payment state to PAID along the legal transitions.

@@ -454,12 +454,12 @@ func TestCompensate(t *testing.T) {
 		wantPI      string
 		wantLabel   string
 	}{
-		{name: "decline recorded by the webhook", pm: "pm_card_declined", reason: ErrPaymentDeclined,
+		{name: "decline recorded by the webhook: FAILED -> CANCELED", pm: "pm_card_declined", reason: ErrPaymentDeclined,
 			webhook: func(h *harness) {
 				r := h.store.get("r1")
 				h.store.UpdatePayment(context.Background(), PaymentUpdate{ReservationID: "r1", Guard: reservation.GuardOf(r), Event: reservation.PaymentDeclined, From: reservation.Authorizing})
 			},
-			wantPayment: reservation.Failed, wantPI: "canceled", wantLabel: "voided"},
+			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
 		{name: "decline answered synchronously", pm: "pm_card_declined", reason: ErrPaymentDeclined,
 			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
 		{name: "customer cancels after authorization", pm: "pm_card_visa", reason: ErrCustomerCanceled,

@@ -74,27 +74,27 @@ func TestCompensateActsOnTheVoidAnswer(t *testing.T) {
 			setup:     func(h *harness) { h.pay.fail["cancel"] = []error{cancelTimeout} },
 			wantFirst: true, firstPay: reservation.UnknownNeedsReconciliation,
 			wantLabel: "voided", wantPay: reservation.Canceled, wantPI: "canceled"},
-		{name: "decline recorded, void unanswered: seats held, then voided", webhook: true,
+		{name: "decline recorded, void unanswered: FAILED -> UNKNOWN, seats held, then CANCELED", webhook: true,
 			setup:     func(h *harness) { h.pay.fail["cancel"] = []error{cancelTimeout} },
-			wantFirst: true, firstPay: reservation.Failed,
-			wantLabel: "voided", wantPay: reservation.Failed, wantPI: "canceled"},
-		{name: "decline recorded, late authorization, void refused: seats held until it is voided", webhook: true,
+			wantFirst: true, firstPay: reservation.UnknownNeedsReconciliation,
+			wantLabel: "voided", wantPay: reservation.Canceled, wantPI: "canceled"},
+		{name: "decline recorded, late authorization, void refused: UNKNOWN, seats held until it is voided", webhook: true,
 			setup: func(h *harness) {
 				h.pay.force("r1", "requires_capture")
 				h.pay.fail["cancel"] = []error{cancelRefused}
 			},
-			wantFirst: true, firstPay: reservation.Failed,
-			wantLabel: "voided", wantPay: reservation.Failed, wantPI: "canceled"},
-		{name: "decline recorded, intent captured meanwhile: refunded, not voided", webhook: true,
+			wantFirst: true, firstPay: reservation.UnknownNeedsReconciliation,
+			wantLabel: "voided", wantPay: reservation.Canceled, wantPI: "canceled"},
+		{name: "decline recorded, intent captured meanwhile: FAILED -> REFUNDED, not voided", webhook: true,
 			setup:     func(h *harness) { h.pay.force("r1", "succeeded") },
-			wantLabel: "refunded", wantPay: reservation.Failed, wantPI: "succeeded", refunds: 1},
-		{name: "decline recorded, captured, refund unanswered: seats held, then refunded", webhook: true,
+			wantLabel: "refunded", wantPay: reservation.Refunded, wantPI: "succeeded", refunds: 1},
+		{name: "decline recorded, captured, refund unanswered: UNKNOWN, seats held, then REFUNDED", webhook: true,
 			setup: func(h *harness) {
 				h.pay.force("r1", "succeeded")
 				h.pay.fail["refund"] = []error{refundTimeout}
 			},
-			wantFirst: true, firstPay: reservation.Failed,
-			wantLabel: "refunded", wantPay: reservation.Failed, wantPI: "succeeded", refunds: 1},
+			wantFirst: true, firstPay: reservation.UnknownNeedsReconciliation,
+			wantLabel: "refunded", wantPay: reservation.Refunded, wantPI: "succeeded", refunds: 1},
 		{name: "decline not yet recorded, intent captured meanwhile: REFUNDED",
 			setup:     func(h *harness) { h.pay.force("r1", "succeeded") },
 			wantLabel: "refunded", wantPay: reservation.Refunded, wantPI: "succeeded", refunds: 1},
@@ -184,7 +184,7 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		}
 	})
 
-	t.Run("declined and recorded FAILED, void unanswered: seats held, retry", func(t *testing.T) {
+	t.Run("declined and recorded FAILED, void unanswered: UNKNOWN, seats held, retry; then CANCELED", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, true)
 		h.pay.fail["cancel"] = []error{cancelTimeout}
@@ -192,12 +192,12 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		if res := reconcile(t, h, &st); res.Outcome != OutcomeRetry {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.PaymentPending, reservation.Failed)
+		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
 		h.expectSeatOwner("A1", "r1")
 		if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.Released, reservation.Failed)
+		h.expectState("r1", reservation.Released, reservation.Canceled)
 		if got := h.pay.status("r1"); got != "canceled" {
 			t.Fatalf("intent %s", got)
 		}
@@ -226,21 +226,22 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		}
 	})
 
-	t.Run("recorded FAILED, late authorization: voided, not recorded, seats released", func(t *testing.T) {
+	t.Run("recorded FAILED, late authorization: voided, recorded CANCELED, seats released", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, true)
 		h.pay.force("r1", "requires_capture")
 		st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
-		if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
+		// The authorization existed, so the recorded void routes like any voided authorization.
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeVoided {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.Released, reservation.Failed)
+		h.expectState("r1", reservation.Released, reservation.Canceled)
 		if got := h.pay.status("r1"); got != "canceled" {
 			t.Fatalf("intent %s", got)
 		}
 	})
 
-	t.Run("recorded FAILED, late authorization, void refused: retry with the seats held", func(t *testing.T) {
+	t.Run("recorded FAILED, late authorization, void refused: UNKNOWN, retry with the seats held", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, true)
 		h.pay.force("r1", "requires_capture")
@@ -249,22 +250,22 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		if res := reconcile(t, h, &st); res.Outcome != OutcomeRetry {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.PaymentPending, reservation.Failed)
+		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
 		h.expectSeatOwner("A1", "r1")
 		if got := h.pay.status("r1"); got != "requires_capture" {
 			t.Fatalf("intent %s", got)
 		}
 	})
 
-	t.Run("recorded FAILED, captured: refunded and released", func(t *testing.T) {
+	t.Run("recorded FAILED, captured: refunded, recorded REFUNDED and released", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, true)
 		h.pay.force("r1", "succeeded")
 		st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
-		if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeVoided {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.Released, reservation.Failed)
+		h.expectState("r1", reservation.Released, reservation.Refunded)
 		if h.pay.refunds != 1 {
 			t.Fatalf("refunds %d", h.pay.refunds)
 		}
@@ -273,7 +274,7 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		}
 	})
 
-	t.Run("recorded FAILED, captured, refund unanswered: retry with the seats held", func(t *testing.T) {
+	t.Run("recorded FAILED, captured, refund unanswered: UNKNOWN, retry with the seats held, then the truth decides", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, true)
 		h.pay.force("r1", "succeeded")
@@ -282,12 +283,15 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		if res := reconcile(t, h, &st); res.Outcome != OutcomeRetry {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.PaymentPending, reservation.Failed)
+		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
 		h.expectSeatOwner("A1", "r1")
-		if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
+		// UNKNOWN no longer remembers the decline: like any unknown payment, the provider's
+		// truth (captured, hold still live) decides, and the captured money buys the seats.
+		if res := reconcile(t, h, &st); res.Outcome != OutcomePaid {
 			t.Fatalf("%+v", res)
 		}
-		if h.pay.refunds != 1 {
+		h.expectState("r1", reservation.Confirmed, reservation.Paid)
+		if h.pay.refunds != 0 {
 			t.Fatalf("refunds %d", h.pay.refunds)
 		}
 	})

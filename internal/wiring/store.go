@@ -61,7 +61,8 @@ func (a StoreAdapter) Reacquire(ctx context.Context, id string, g reservation.Gu
 
 // UpdatePayment implements saga.Store.
 func (a StoreAdapter) UpdatePayment(ctx context.Context, u saga.PaymentUpdate) (reservation.Reservation, error) {
-	d := inventory.PaymentDetails{PaymentIntentID: u.PaymentIntentID, TaskToken: u.TaskToken, CaptureBefore: u.CaptureBefore}
+	d := inventory.PaymentDetails{PaymentIntentID: u.PaymentIntentID, TaskToken: u.TaskToken, CaptureBefore: u.CaptureBefore,
+		CancelAttempts: u.CancelAttempts, CustomerCanceled: u.CustomerCanceled}
 	if u.Event == "" {
 		return a.Store.UpdateDetails(ctx, u.ReservationID, u.Guard, d)
 	}

@@ -31,8 +31,10 @@ func confirmKey(reservationID string, attempt int) string {
 	return reservationID + ":confirm:" + strconv.Itoa(attempt)
 }
 func captureKey(reservationID string) string { return reservationID + ":capture" }
-func cancelKey(reservationID string) string  { return reservationID + ":cancel" }
-func refundKey(reservationID string) string  { return reservationID + ":refund" }
+func cancelKey(reservationID string, attempt int) string {
+	return reservationID + ":cancel:" + strconv.Itoa(attempt)
+}
+func refundKey(reservationID string) string { return reservationID + ":refund" }
 
 // Adapter is the Stripe implementation of payment.Provider.
 type Adapter struct {
@@ -147,10 +149,11 @@ func (a *Adapter) Capture(ctx context.Context, req payment.CaptureRequest) (paym
 	return a.finish(ctx, payment.OpCapture, req.ReservationID, req.PaymentIntentID, key, start, pi, err)
 }
 
-// Cancel implements payment.Provider under the key {reservationId}:cancel. It voids the
-// authorization; Stripe refuses it once the PaymentIntent is captured (use Refund).
+// Cancel implements payment.Provider under the key {reservationId}:cancel:{attempt}. It voids
+// the authorization; Stripe refuses it once the PaymentIntent is captured (use Refund), and
+// while it is processing (then a later attempt, with its own key, can void it).
 func (a *Adapter) Cancel(ctx context.Context, req payment.CancelRequest) (payment.Authorization, error) {
-	if err := validateTarget(req.ReservationID, req.PaymentIntentID); err != nil {
+	if err := req.Validate(); err != nil {
 		return payment.Authorization{}, err
 	}
 	params := &stripe.PaymentIntentCancelParams{}
@@ -159,7 +162,7 @@ func (a *Adapter) Cancel(ctx context.Context, req payment.CancelRequest) (paymen
 	}
 	params.Context = ctx
 	params.AddExpand("latest_charge")
-	key := cancelKey(req.ReservationID)
+	key := cancelKey(req.ReservationID, req.Attempt)
 	params.SetIdempotencyKey(key)
 
 	start := time.Now()

@@ -55,6 +55,8 @@ func newSimServerTB(t testing.TB) *simServer {
 		ThreeDSDelay:           20 * time.Second,
 		LateAuthorizationDelay: 3 * time.Minute,
 		LostResponseHold:       5 * time.Second,
+		// Stripe refuses to cancel a processing payment in all but rare cases.
+		RefuseCancelWhileProcessing: true,
 	}
 	sim := paymentsim.New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -233,7 +235,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		if err != nil || still.State != payment.StateAuthorizing || still.ProviderStatus != "requires_action" {
 			t.Fatalf("a day later: %+v, %v", still, err)
 		}
-		canceled, err := p.Cancel(ctx, payment.CancelRequest{ReservationID: "res-3ds-never", PaymentIntentID: auth.PaymentIntentID, Reason: "abandoned"})
+		canceled, err := p.Cancel(ctx, payment.CancelRequest{ReservationID: "res-3ds-never", PaymentIntentID: auth.PaymentIntentID, Attempt: 1, Reason: "abandoned"})
 		if err != nil || canceled.State != payment.StateCanceled {
 			t.Fatalf("cancel: %+v, %v", canceled, err)
 		}
@@ -253,6 +255,44 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		late, err := p.Retrieve(ctx, auth.PaymentIntentID)
 		if err != nil || late.State != payment.StateAuthorized {
 			t.Fatalf("after the delay: %+v, %v", late, err)
+		}
+	})
+
+	t.Run("cancel refused while processing; the next attempt voids it once authorized", func(t *testing.T) {
+		srv := newServer(t)
+		p := srv.Provider(t, 2*time.Second, 0)
+		auth := authorize(t, p, "res-cancel-late", paymentsim.PaymentMethodAuthorizeLate, 1)
+		if auth.ProviderStatus != "processing" {
+			t.Fatalf("after confirm: %+v", auth)
+		}
+		first := payment.CancelRequest{ReservationID: "res-cancel-late", PaymentIntentID: auth.PaymentIntentID, Attempt: 1, Reason: "abandoned"}
+		_, err := p.Cancel(ctx, first)
+		var failed *payment.Failed
+		if !errors.As(err, &failed) || failed.Code != "payment_intent_unexpected_state" {
+			t.Fatalf("cancel while processing: %v, want Failed(payment_intent_unexpected_state)", err)
+		}
+		srv.Advance(srv.LateAuthorizationDelay())
+		if late, err := p.Retrieve(ctx, auth.PaymentIntentID); err != nil || late.State != payment.StateAuthorized {
+			t.Fatalf("after the delay: %+v, %v", late, err)
+		}
+		// The same attempt reuses its key: the stored refusal is replayed and nothing moves.
+		if _, err := p.Cancel(ctx, first); !errors.As(err, &failed) || failed.Code != "payment_intent_unexpected_state" {
+			t.Fatalf("same attempt again: %v, want the stored refusal", err)
+		}
+		if e := oneEntry(t, srv, "res-cancel-late"); e.Voided != 0 || e.Held() != amount {
+			t.Fatalf("books after the replayed refusal: %+v", e)
+		}
+		next := first
+		next.Attempt = 2
+		canceled, err := p.Cancel(ctx, next)
+		if err != nil || canceled.State != payment.StateCanceled {
+			t.Fatalf("next attempt: %+v, %v", canceled, err)
+		}
+		if again, err := p.Cancel(ctx, next); err != nil || again.State != payment.StateCanceled {
+			t.Fatalf("next attempt repeated: %+v, %v", again, err)
+		}
+		if e := oneEntry(t, srv, "res-cancel-late"); e.Voided != amount || e.Held() != 0 || e.Captured != 0 {
+			t.Fatalf("books: %+v", e)
 		}
 	})
 
@@ -352,7 +392,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
 		auth := authorize(t, p, "res-void", paymentsim.PaymentMethodVisa, 1)
-		req := payment.CancelRequest{ReservationID: "res-void", PaymentIntentID: auth.PaymentIntentID, Reason: "abandoned"}
+		req := payment.CancelRequest{ReservationID: "res-void", PaymentIntentID: auth.PaymentIntentID, Attempt: 1, Reason: "abandoned"}
 		canceled, err := p.Cancel(ctx, req)
 		if err != nil || canceled.State != payment.StateCanceled || canceled.AmountCapturable != 0 {
 			t.Fatalf("cancel: %+v, %v", canceled, err)

@@ -85,9 +85,9 @@ func TestContractAgainstStripeMock(t *testing.T) {
 			return err
 		}, "POST", "/v1/payment_intents/" + pi + "/capture", res + ":capture", "Bearer sk_test_contract"},
 		{"cancel", func() error {
-			_, err := adapter.Cancel(ctx, payment.CancelRequest{ReservationID: res, PaymentIntentID: pi, Reason: "abandoned"})
+			_, err := adapter.Cancel(ctx, payment.CancelRequest{ReservationID: res, PaymentIntentID: pi, Attempt: 3, Reason: "abandoned"})
 			return err
-		}, "POST", "/v1/payment_intents/" + pi + "/cancel", res + ":cancel", "Bearer sk_test_contract"},
+		}, "POST", "/v1/payment_intents/" + pi + "/cancel", res + ":cancel:3", "Bearer sk_test_contract"},
 		{"refund", func() error {
 			_, err := adapter.Refund(ctx, payment.RefundRequest{ReservationID: res, PaymentIntentID: pi, Amount: 100, Reason: "requested_by_customer"})
 			return err
