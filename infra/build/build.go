@@ -10,12 +10,13 @@ package build
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/seatsaga/seatsaga/internal/modroot"
 )
 
 // Functions names every Lambda seatsaga deploys; each is built from lambdas/<name>.
@@ -134,19 +135,4 @@ func Lambdas(ctx context.Context, o Options) error {
 }
 
 // ModuleRoot walks up from dir to the directory that holds go.mod.
-func ModuleRoot(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod found above the working directory")
-		}
-		dir = parent
-	}
-}
+func ModuleRoot(dir string) (string, error) { return modroot.Find(dir) }

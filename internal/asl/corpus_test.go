@@ -15,6 +15,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/asl"
 	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/modroot"
 )
 
 // corpusCase is one conformance case under testdata/asl/cases.
@@ -34,20 +35,11 @@ type corpusCase struct {
 }
 
 func moduleRoot(t testing.TB) string {
-	dir, err := os.Getwd()
+	root, err := modroot.FromWorkingDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 func loadCorpus(t testing.TB) []corpusCase {

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/seatsaga/seatsaga/internal/modroot"
 )
 
 // EnvEndpoint names the variable that points at an already running DynamoDB (Local); when it is
@@ -110,7 +112,7 @@ func JarPath() (string, error) {
 		}
 		return p, nil
 	}
-	root, err := ModuleRoot()
+	root, err := modroot.FromWorkingDir()
 	if err != nil {
 		return "", fmt.Errorf("ddblocal: cannot find DynamoDBLocal.jar: %w; set %s or run `make tools`", err, EnvJar)
 	}
@@ -120,24 +122,6 @@ func JarPath() (string, error) {
 			"(needs Node 20+ and npm; Java 17+ runs it)", p)
 	}
 	return p, nil
-}
-
-// ModuleRoot walks up from the working directory to the directory holding go.mod.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 func freePort() (int, error) {

@@ -24,6 +24,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/ddblocal"
 	"github.com/seatsaga/seatsaga/internal/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/modroot"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
 	"github.com/seatsaga/seatsaga/internal/paymentsim"
 	"github.com/seatsaga/seatsaga/internal/relay"
@@ -352,7 +353,7 @@ func Substitutions() map[string]string {
 const DefinitionPath = "statemachine/reservation.asl.json"
 
 func loadDefinition() ([]byte, error) {
-	root, err := ddblocal.ModuleRoot()
+	root, err := modroot.FromWorkingDir()
 	if err != nil {
 		return nil, fmt.Errorf("localstack: find the module root for %s: %w", DefinitionPath, err)
 	}

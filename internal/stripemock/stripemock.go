@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seatsaga/seatsaga/internal/modroot"
 )
 
 // EnvBinary names the environment variable holding stripe-mock's path (the Makefile sets it).
@@ -47,24 +49,15 @@ func BinaryPath() (string, error) {
 		}
 		return p, nil
 	}
-	dir, err := os.Getwd()
+	root, err := modroot.FromWorkingDir()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %v and $%s unset", ErrNotInstalled, err, EnvBinary)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "tools", "bin", "stripe-mock")
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("%w: %s missing", ErrNotInstalled, p)
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%w: no go.mod above the working directory and $%s unset", ErrNotInstalled, EnvBinary)
-		}
-		dir = parent
+	p := filepath.Join(root, "tools", "bin", "stripe-mock")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: %s missing", ErrNotInstalled, p)
 	}
+	return p, nil
 }
 
 // Start launches stripe-mock on system-chosen loopback ports (HTTP and HTTPS, so that two
