@@ -67,10 +67,6 @@ func loadCorpus(t testing.TB) []corpusCase {
 
 // The corpus's deterministic task functions. testdata/asl/run-local-sfn.mjs
 // implements the same functions for the differential run.
-type functionError struct{ name, msg string }
-
-func (e *functionError) Error() string { return e.msg }
-
 func corpusInvoker(clk clock.Clock) *asl.FuncInvoker {
 	var mu sync.Mutex
 	calls := map[string]int{}

@@ -2,10 +2,8 @@ package asl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -551,7 +549,3 @@ func (t *thread) mapState(s *State, eff any, ctxObj map[string]any) (any, *State
 	t.event("MapStateSucceeded", "", nil)
 	return results, nil
 }
-
-func rawJSON(v any) json.RawMessage { return json.RawMessage(MarshalData(v)) }
-
-var _ = strings.HasPrefix

@@ -143,22 +143,3 @@ func compileNode(v any) (tnode, error) {
 }
 
 func (t *template) eval(data, ctxObj any) (any, error) { return t.root.eval(data, ctxObj) }
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, val := range x {
-			m[k] = deepCopy(val)
-		}
-		return m
-	case []any:
-		a := make([]any, len(x))
-		for i, val := range x {
-			a[i] = deepCopy(val)
-		}
-		return a
-	default:
-		return v
-	}
-}

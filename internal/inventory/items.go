@@ -67,37 +67,17 @@ func shardOf(id string) string {
 	return strconv.Itoa(int(h.Sum32() % tables.WriteShards))
 }
 
-// OnReconciliationIndex reports whether r belongs on the sparse reconcileByAge index: its money
-// is, or may be, held by the provider and no live part of the system is bound to settle it.
-// That is a payment in UNKNOWN_NEEDS_RECONCILIATION whatever the seats, and a payment that is
-// AUTHORIZING, AUTHORIZED or CAPTURE_PENDING (or PAID for seats that are not CONFIRMED) once the
-// seats have left their hold: confirmed seats awaiting capture, or seats given back while the
-// provider may still authorize. While the hold keeps the seats (HELD or PAYMENT_PENDING) the
-// activeHoldsByExpiry index already leads the sweeper there after the deadline. FAILED,
-// CANCELED, REFUNDED and PAID for CONFIRMED seats are settled and never on the index.
-func OnReconciliationIndex(r reservation.Reservation) bool {
-	switch r.Payment {
-	case reservation.UnknownNeedsReconciliation:
-		return true
-	case reservation.Authorizing, reservation.Authorized, reservation.CapturePending:
-		return !r.HoldActive()
-	case reservation.Paid:
-		return !r.HoldActive() && r.Inventory != reservation.Confirmed
-	}
-	return false
-}
-
 // reconcileSince is the sort key of next on the reconciliation index (zero when it is not on
 // it): when the payment became UNKNOWN_NEEDS_RECONCILIATION (the domain's ReconcileSince), else
 // when the reservation joined the index, kept while it stays on it (e.g. AUTHORIZED ->
 // CAPTURE_PENDING), else now. prev is the reservation as stored before the change.
 func reconcileSince(prev, next reservation.Reservation, now time.Time) time.Time {
 	switch {
-	case !OnReconciliationIndex(next):
+	case !next.Unsettled():
 		return time.Time{}
 	case next.Payment == reservation.UnknownNeedsReconciliation && !next.ReconcileSince.IsZero():
 		return next.ReconcileSince.UTC()
-	case OnReconciliationIndex(prev) && !prev.ReconcileSince.IsZero():
+	case prev.Unsettled() && !prev.ReconcileSince.IsZero():
 		return prev.ReconcileSince.UTC()
 	}
 	return now.UTC()
@@ -105,7 +85,7 @@ func reconcileSince(prev, next reservation.Reservation, now time.Time) time.Time
 
 // reservationItem renders r. The sparse index keys exist only while they mean something:
 // holdShard while the hold keeps seats (HELD or PAYMENT_PENDING), reconShard and reconSince while
-// the payment is unresolved (OnReconciliationIndex; reconSince is r.ReconcileSince, or
+// the payment is unresolved (reservation.Unsettled; reconSince is r.ReconcileSince, or
 // r.UpdatedAt when that is unset).
 func reservationItem(r reservation.Reservation, revision int64) map[string]types.AttributeValue {
 	seats := make([]types.AttributeValue, len(r.SeatIDs))
@@ -153,7 +133,7 @@ func reservationItem(r reservation.Reservation, revision int64) map[string]types
 	if r.HoldActive() {
 		item[tables.AttrHoldShard] = s(shardOf(r.ID))
 	}
-	if OnReconciliationIndex(r) {
+	if r.Unsettled() {
 		since := r.ReconcileSince
 		if since.IsZero() {
 			since = r.UpdatedAt

@@ -25,7 +25,7 @@ func (st *Store) ExpiredHolds(ctx context.Context, before time.Time, limit int) 
 }
 
 // NeedingReconciliation lists the reservations on the reconcileByAge index
-// (OnReconciliationIndex: payment unknown, or authorized, capture pending or captured with the
+// (Reservation.Unsettled: payment unknown, or authorized, capture pending or captured with the
 // seats out of their hold) that joined it before `before` (pass the current time for all),
 // oldest first, at most limit (0 means no limit). Their ReconcileSince is when they joined it
 // (for an unknown payment: when it became unknown).

@@ -199,8 +199,8 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 				if on != st.want {
 					t.Fatalf("step %q (%s/%s): on the index %v, want %v", st.name, r.Inventory, r.Payment, on, st.want)
 				}
-				if on != inventory.OnReconciliationIndex(r) {
-					t.Fatalf("step %q: stored entry %v disagrees with OnReconciliationIndex", st.name, on)
+				if on != r.Unsettled() {
+					t.Fatalf("step %q: stored entry %v disagrees with Reservation.Unsettled", st.name, on)
 				}
 				if !on {
 					continue

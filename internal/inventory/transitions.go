@@ -61,17 +61,16 @@ type seatPlan struct {
 }
 
 type change struct {
-	op       string
-	id       string
-	guard    reservation.Guard
-	apply    func(reservation.Reservation, time.Time) (reservation.Reservation, error)
-	details  PaymentDetails
-	event    outbox.Type
-	reason   string
-	resCond  string // extra condition on the reservation, may use :now
-	seats    *seatPlan
-	noBump   bool // detail-only update: no version bump, no event
-	logLevel slog.Level
+	op      string
+	id      string
+	guard   reservation.Guard
+	apply   func(reservation.Reservation, time.Time) (reservation.Reservation, error)
+	details PaymentDetails
+	event   outbox.Type
+	reason  string
+	resCond string // extra condition on the reservation, may use :now
+	seats   *seatPlan
+	noBump  bool // detail-only update: no version bump, no event
 }
 
 func notOwnerOfSeats(r reservation.Reservation, seats []string) error {
@@ -186,7 +185,7 @@ var paymentEventTypes = map[reservation.PaymentEvent]outbox.Type{
 
 // SetPaymentState applies a payment event to a reservation whose payment is in state from, at
 // version g.Version, recording the details given. Seats are not touched. The same write puts
-// the reservation on the reconciliation index or takes it off (OnReconciliationIndex): e.g.
+// the reservation on the reconciliation index or takes it off (Reservation.Unsettled): e.g.
 // capture requested for confirmed seats keeps it there, captured takes it off.
 func (st *Store) SetPaymentState(ctx context.Context, id string, ev reservation.PaymentEvent, from reservation.PaymentState, g reservation.Guard, d PaymentDetails) (reservation.Reservation, error) {
 	t, ok := paymentEventTypes[ev]

@@ -39,7 +39,7 @@ type Reservation struct {
 	UpdatedAt     time.Time
 	// ReconcileSince is when the payment became UNKNOWN_NEEDS_RECONCILIATION; zero otherwise.
 	// A reservation read from the inventory store carries it for every unsettled payment the
-	// sweeper must find (inventory.OnReconciliationIndex): then it is when it joined that index.
+	// sweeper must find (Unsettled): then it is when it joined the reconciliation index.
 	ReconcileSince time.Time
 }
 
@@ -61,6 +61,25 @@ func (r Reservation) HoldLive(now time.Time) bool { return now.Before(r.HoldExpi
 // HoldActive reports whether r keeps its seats out of others' reach (HELD or PAYMENT_PENDING).
 func (r Reservation) HoldActive() bool {
 	return r.Inventory == Held || r.Inventory == PaymentPending
+}
+
+// Unsettled reports whether r's money is, or may be, held by the provider while no live part
+// of the saga is bound to settle it: a payment in UNKNOWN_NEEDS_RECONCILIATION whatever the
+// seats, and a payment that is AUTHORIZING, AUTHORIZED or CAPTURE_PENDING (or PAID for seats
+// that are not CONFIRMED) once the seats have left their hold: confirmed seats awaiting
+// capture, or seats given back while the provider may still authorize. While the hold keeps
+// the seats, the hold's deadline leads the sweeper there. FAILED, CANCELED, REFUNDED and PAID
+// for CONFIRMED seats are settled. The sweeper must be able to find every unsettled payment.
+func (r Reservation) Unsettled() bool {
+	switch r.Payment {
+	case UnknownNeedsReconciliation:
+		return true
+	case Authorizing, Authorized, CapturePending:
+		return !r.HoldActive()
+	case Paid:
+		return !r.HoldActive() && r.Inventory != Confirmed
+	}
+	return false
 }
 
 func (r Reservation) check(machine, expected, actual string, g Guard) error {

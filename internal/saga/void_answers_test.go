@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -164,44 +165,29 @@ func TestCompensateActsOnTheVoidAnswer(t *testing.T) {
 }
 
 func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
-	t.Run("declined, void unanswered: UNKNOWN and retry, never FAILED; then CANCELED and released", func(t *testing.T) {
-		h := newHarness(t, reservation.LateSuccessReacquire)
-		in := declined(t, h, false)
-		h.pay.fail["cancel"] = []error{cancelTimeout}
-		st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
-		if res := reconcile(t, h, &st); res.Outcome != OutcomeRetry {
-			t.Fatalf("%+v", res)
-		}
-		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
-		h.expectSeatOwner("A1", "r1")
-		if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
-			t.Fatalf("%+v", res)
-		}
-		h.expectState("r1", reservation.Released, reservation.Canceled)
-		h.expectSeatOwner("A1", "")
-		if got := h.pay.status("r1"); got != "canceled" {
-			t.Fatalf("intent %s", got)
-		}
-	})
-
-	t.Run("declined and recorded FAILED, void unanswered: UNKNOWN, seats held, retry; then CANCELED", func(t *testing.T) {
-		h := newHarness(t, reservation.LateSuccessReacquire)
-		in := declined(t, h, true)
-		h.pay.fail["cancel"] = []error{cancelTimeout}
-		st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
-		if res := reconcile(t, h, &st); res.Outcome != OutcomeRetry {
-			t.Fatalf("%+v", res)
-		}
-		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
-		h.expectSeatOwner("A1", "r1")
-		if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
-			t.Fatalf("%+v", res)
-		}
-		h.expectState("r1", reservation.Released, reservation.Canceled)
-		if got := h.pay.status("r1"); got != "canceled" {
-			t.Fatalf("intent %s", got)
-		}
-	})
+	// Whether or not the decline was already recorded FAILED, an unanswered void is recorded
+	// UNKNOWN with the seats held, and the next round voids, records CANCELED and releases.
+	for _, recorded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("declined (recorded FAILED: %v), void unanswered: UNKNOWN and retry; then CANCELED and released", recorded), func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			in := declined(t, h, recorded)
+			h.pay.fail["cancel"] = []error{cancelTimeout}
+			st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
+			if res := reconcile(t, h, &st); res.Outcome != OutcomeRetry {
+				t.Fatalf("%+v", res)
+			}
+			h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+			h.expectSeatOwner("A1", "r1")
+			if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
+				t.Fatalf("%+v", res)
+			}
+			h.expectState("r1", reservation.Released, reservation.Canceled)
+			h.expectSeatOwner("A1", "")
+			if got := h.pay.status("r1"); got != "canceled" {
+				t.Fatalf("intent %s", got)
+			}
+		})
+	}
 
 	t.Run("declined, captured before the void arrived: refunded, never recorded FAILED", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessVoid)

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
@@ -52,14 +51,14 @@ func (f *fakeInventory) ExpiredHolds(_ context.Context, before time.Time, _ int)
 	return out, nil
 }
 
-// NeedingReconciliation lists what the real index holds (inventory.OnReconciliationIndex), by
+// NeedingReconciliation lists what the real index holds (Reservation.Unsettled), by
 // the time each reservation joined it.
 func (f *fakeInventory) NeedingReconciliation(_ context.Context, before time.Time, _ int) ([]reservation.Reservation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []reservation.Reservation
 	for _, r := range f.byID {
-		if inventory.OnReconciliationIndex(r) && r.ReconcileSince.Before(before) {
+		if r.Unsettled() && r.ReconcileSince.Before(before) {
 			out = append(out, r)
 		}
 	}
