@@ -33,6 +33,12 @@ type Reservation struct {
 	// reservation: no later provider truth (a late authorization or capture) may confirm,
 	// capture or reacquire its seats; it is voided or refunded instead. Once set it stays.
 	CustomerCanceled bool
+	// RefundID is the provider's id of the latest refund; only the refund itself says whether
+	// it succeeded (a payment looks refunded at the provider while its refund is pending).
+	RefundID string
+	// RefundAttempts counts refunds the provider reported failed; the next refund is attempt
+	// RefundAttempts+1 with its own idempotency key.
+	RefundAttempts int
 	// CaptureBefore is when the provider's authorization lapses; capture must happen earlier.
 	CaptureBefore time.Time
 	CreatedAt     time.Time
@@ -63,23 +69,51 @@ func (r Reservation) HoldActive() bool {
 	return r.Inventory == Held || r.Inventory == PaymentPending
 }
 
-// Unsettled reports whether r's money is, or may be, held by the provider while no live part
-// of the saga is bound to settle it: a payment in UNKNOWN_NEEDS_RECONCILIATION whatever the
-// seats, and a payment that is AUTHORIZING, AUTHORIZED or CAPTURE_PENDING (or PAID for seats
-// that are not CONFIRMED) once the seats have left their hold: confirmed seats awaiting
-// capture, or seats given back while the provider may still authorize. While the hold keeps
-// the seats, the hold's deadline leads the sweeper there. FAILED, CANCELED, REFUNDED and PAID
-// for CONFIRMED seats are settled. The sweeper must be able to find every unsettled payment.
+// Unsettled reports whether r's seats and money disagree while no hold's deadline leads the
+// sweeper to it: the payment is UNKNOWN_NEEDS_RECONCILIATION, whatever the seats; or the seats
+// are CONFIRMED while the money is not captured; or the seats have left their hold (RELEASED)
+// while money is or may still be authorized or taken (AUTHORIZING, AUTHORIZED, CAPTURE_PENDING,
+// PAID, REFUND_PENDING). While a hold keeps the seats (HELD, PAYMENT_PENDING), the hold's
+// deadline puts it on the expired-holds index instead. At rest, seats are CONFIRMED exactly
+// when their money is captured; every reservation for which that is not (yet) true must be
+// findable by the sweeper, so that one failed write can never strand a seat or money.
 func (r Reservation) Unsettled() bool {
-	switch r.Payment {
-	case UnknownNeedsReconciliation:
+	switch {
+	case r.Payment == UnknownNeedsReconciliation:
 		return true
-	case Authorizing, Authorized, CapturePending:
-		return !r.HoldActive()
-	case Paid:
-		return !r.HoldActive() && r.Inventory != Confirmed
+	case r.HoldActive():
+		return false
+	case r.Inventory == Confirmed:
+		return r.Payment != Paid
+	}
+	switch r.Payment {
+	case Authorizing, Authorized, CapturePending, Paid, RefundPending:
+		return true
 	}
 	return false
+}
+
+// Cancel records the customer's cancel: from then on nothing may confirm, reacquire or capture
+// the reservation, and settlement voids or refunds it. It is refused once the seats are
+// CONFIRMED (a sold seat is not cancellable here). Cancelling again changes nothing: the
+// returned reservation keeps its version, which tells the caller there is nothing to write.
+func (r Reservation) Cancel(g Guard, now time.Time) (Reservation, error) {
+	if g.Owner != r.ID {
+		return r, &NotOwner{ReservationID: g.Owner, Owner: r.ID, Resource: "reservation " + r.ID}
+	}
+	if g.Version != r.Version {
+		return r, &StaleVersion{ReservationID: r.ID, Expected: g.Version, Actual: r.Version}
+	}
+	if r.CustomerCanceled {
+		return r, nil
+	}
+	if r.Inventory == Confirmed {
+		return r, &GuardFailed{ReservationID: r.ID, Event: "Cancel", Inventory: r.Inventory, Payment: r.Payment,
+			Reason: "the seats are confirmed"}
+	}
+	next := r.bumped(now)
+	next.CustomerCanceled = true
+	return next, nil
 }
 
 func (r Reservation) check(machine, expected, actual string, g Guard) error {
@@ -146,6 +180,9 @@ func (r Reservation) inventoryGuard(ev InventoryEvent, now time.Time) error {
 			return refuse("payment already started")
 		}
 	case Confirm:
+		if r.CustomerCanceled {
+			return refuse("the customer canceled")
+		}
 		if !r.HoldLive(now) {
 			return &HoldExpired{ReservationID: r.ID, ExpiredAt: r.HoldExpiresAt, Now: now}
 		}
@@ -153,6 +190,9 @@ func (r Reservation) inventoryGuard(ev InventoryEvent, now time.Time) error {
 			return refuse("payment is not authorized")
 		}
 	case Reacquire:
+		if r.CustomerCanceled {
+			return refuse("the customer canceled")
+		}
 		if r.Payment != Authorized && r.Payment != Paid {
 			return refuse("only an authorized or paid payment reacquires seats")
 		}
@@ -186,6 +226,10 @@ func (r Reservation) ApplyPayment(ev PaymentEvent, from PaymentState, g Guard, n
 				Reason: "seats are not PAYMENT_PENDING"}
 		}
 	case RequestCapture:
+		if r.CustomerCanceled {
+			return r, &GuardFailed{ReservationID: r.ID, Event: string(ev), Inventory: r.Inventory, Payment: r.Payment,
+				Reason: "the customer canceled"}
+		}
 		if r.Inventory != Confirmed {
 			return r, &GuardFailed{ReservationID: r.ID, Event: string(ev), Inventory: r.Inventory, Payment: r.Payment,
 				Reason: "seats are not confirmed"}

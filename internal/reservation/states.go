@@ -46,28 +46,31 @@ func ParseInventoryState(s string) (InventoryState, error) {
 type PaymentState string
 
 const (
-	NotStarted                 PaymentState = "NOT_STARTED"
-	Authorizing                PaymentState = "AUTHORIZING"
-	Authorized                 PaymentState = "AUTHORIZED"
-	CapturePending             PaymentState = "CAPTURE_PENDING"
-	Paid                       PaymentState = "PAID"
-	Failed                     PaymentState = "FAILED"
-	Canceled                   PaymentState = "CANCELED"
-	Refunded                   PaymentState = "REFUNDED"
+	NotStarted     PaymentState = "NOT_STARTED"
+	Authorizing    PaymentState = "AUTHORIZING"
+	Authorized     PaymentState = "AUTHORIZED"
+	CapturePending PaymentState = "CAPTURE_PENDING"
+	Paid           PaymentState = "PAID"
+	Failed         PaymentState = "FAILED"
+	Canceled       PaymentState = "CANCELED"
+	Refunded       PaymentState = "REFUNDED"
+	// RefundPending: a refund was accepted but the provider has not said it succeeded; a
+	// refund can still fail, leaving the money captured.
+	RefundPending              PaymentState = "REFUND_PENDING"
 	UnknownNeedsReconciliation PaymentState = "UNKNOWN_NEEDS_RECONCILIATION"
 )
 
 // PaymentStates lists every payment state.
 func PaymentStates() []PaymentState {
 	return []PaymentState{NotStarted, Authorizing, Authorized, CapturePending, Paid, Failed, Canceled,
-		Refunded, UnknownNeedsReconciliation}
+		Refunded, RefundPending, UnknownNeedsReconciliation}
 }
 
 // Valid reports whether s is one of the payment states.
 func (s PaymentState) Valid() bool {
 	switch s {
 	case NotStarted, Authorizing, Authorized, CapturePending, Paid, Failed, Canceled, Refunded,
-		UnknownNeedsReconciliation:
+		RefundPending, UnknownNeedsReconciliation:
 		return true
 	}
 	return false
@@ -85,7 +88,7 @@ func ParsePaymentState(s string) (PaymentState, error) {
 // this state, so that seats must not be given away without reconciling or refunding first.
 func (s PaymentState) MoneyMayBeHeld() bool {
 	switch s {
-	case CapturePending, Paid, UnknownNeedsReconciliation:
+	case CapturePending, Paid, RefundPending, UnknownNeedsReconciliation:
 		return true
 	}
 	return false

@@ -34,7 +34,13 @@ const (
 	RequestCapture     PaymentEvent = "RequestCapture"
 	CaptureOK          PaymentEvent = "Captured"
 	VoidPayment        PaymentEvent = "Void"
-	RefundPayment      PaymentEvent = "Refund"
+	// RefundPayment records a refund the provider reports succeeded.
+	RefundPayment PaymentEvent = "Refund"
+	// RequestRefund records a refund the provider accepted but has not settled.
+	RequestRefund PaymentEvent = "RequestRefund"
+	// RefundFailed records a pending refund the provider reports failed: the money is
+	// captured again and the next refund is a new attempt.
+	RefundFailed PaymentEvent = "RefundFailed"
 	// OutcomeUnknown records a timeout or ambiguous answer after the provider may have acted.
 	OutcomeUnknown PaymentEvent = "Unknown"
 )
@@ -42,7 +48,7 @@ const (
 // PaymentEvents lists every payment event.
 func PaymentEvents() []PaymentEvent {
 	return []PaymentEvent{StartAuthorization, AuthorizationOK, PaymentDeclined, RequestCapture, CaptureOK,
-		VoidPayment, RefundPayment, OutcomeUnknown}
+		VoidPayment, RefundPayment, RequestRefund, RefundFailed, OutcomeUnknown}
 }
 
 // InventoryTransition is one row of the inventory table.
@@ -87,11 +93,17 @@ var paymentTable = []PaymentTransition{
 	{Authorized, RequestCapture, CapturePending},
 	{Authorized, VoidPayment, Canceled},
 	{Authorized, OutcomeUnknown, UnknownNeedsReconciliation},
+	// The authorization lapsed or was voided before confirmed seats were captured.
+	{Authorized, PaymentDeclined, Failed},
 	{CapturePending, CaptureOK, Paid},
 	{CapturePending, PaymentDeclined, Failed},
 	{CapturePending, OutcomeUnknown, UnknownNeedsReconciliation},
 	{Paid, RefundPayment, Refunded},
+	{Paid, RequestRefund, RefundPending},
 	{Paid, OutcomeUnknown, UnknownNeedsReconciliation},
+	{RefundPending, RefundPayment, Refunded},
+	{RefundPending, RefundFailed, Paid},
+	{RefundPending, OutcomeUnknown, UnknownNeedsReconciliation},
 	// A recorded decline is not the last word: compensation may later find (or fail to learn)
 	// that the provider still held or took money, and that truth must be recordable.
 	{Failed, VoidPayment, Canceled},
@@ -103,6 +115,7 @@ var paymentTable = []PaymentTransition{
 	{UnknownNeedsReconciliation, CaptureOK, Paid},
 	{UnknownNeedsReconciliation, VoidPayment, Canceled},
 	{UnknownNeedsReconciliation, RefundPayment, Refunded},
+	{UnknownNeedsReconciliation, RequestRefund, RefundPending},
 }
 
 var (

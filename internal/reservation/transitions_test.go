@@ -21,14 +21,15 @@ var wantInventory = map[InventoryState]map[InventoryEvent]InventoryState{
 var wantPayment = map[PaymentState]map[PaymentEvent]PaymentState{
 	NotStarted:     {StartAuthorization: Authorizing},
 	Authorizing:    {AuthorizationOK: Authorized, PaymentDeclined: Failed, VoidPayment: Canceled, OutcomeUnknown: UnknownNeedsReconciliation},
-	Authorized:     {RequestCapture: CapturePending, VoidPayment: Canceled, OutcomeUnknown: UnknownNeedsReconciliation},
+	Authorized:     {RequestCapture: CapturePending, VoidPayment: Canceled, PaymentDeclined: Failed, OutcomeUnknown: UnknownNeedsReconciliation},
 	CapturePending: {CaptureOK: Paid, PaymentDeclined: Failed, OutcomeUnknown: UnknownNeedsReconciliation},
-	Paid:           {RefundPayment: Refunded, OutcomeUnknown: UnknownNeedsReconciliation},
+	Paid:           {RefundPayment: Refunded, RequestRefund: RefundPending, OutcomeUnknown: UnknownNeedsReconciliation},
+	RefundPending:  {RefundPayment: Refunded, RefundFailed: Paid, OutcomeUnknown: UnknownNeedsReconciliation},
 	Failed:         {VoidPayment: Canceled, RefundPayment: Refunded, OutcomeUnknown: UnknownNeedsReconciliation},
 	Canceled:       {},
 	Refunded:       {},
 	UnknownNeedsReconciliation: {AuthorizationOK: Authorized, PaymentDeclined: Failed, CaptureOK: Paid,
-		VoidPayment: Canceled, RefundPayment: Refunded},
+		VoidPayment: Canceled, RefundPayment: Refunded, RequestRefund: RefundPending},
 }
 
 func base(inv InventoryState, pay PaymentState) Reservation {

@@ -2,7 +2,6 @@ package saga
 
 import (
 	"context"
-	"time"
 
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
@@ -29,44 +28,20 @@ type Store interface {
 	// Reacquire takes the seats back for a payment that succeeded after the hold lapsed, if
 	// they are still ours or free; otherwise a *reservation.SeatUnavailable.
 	Reacquire(ctx context.Context, reservationID string, g reservation.Guard) (reservation.Reservation, error)
-	// UpdatePayment performs a payment event (or, with Event empty, only records the fields).
+	// UpdatePayment performs a payment event (or, with Event empty, only records the fields),
+	// releasing the seats in the same write when asked.
 	UpdatePayment(ctx context.Context, u PaymentUpdate) (reservation.Reservation, error)
+	// Cancel records the customer's cancel (reservation.Reservation.Cancel): refused once the
+	// seats are CONFIRMED, a no-op when already recorded. From then on Confirm, Reacquire and
+	// a capture request are refused in the write condition itself.
+	Cancel(ctx context.Context, reservationID string, g reservation.Guard) (reservation.Reservation, error)
 }
 
-// ReleaseRequest gives a reservation's seats back.
-type ReleaseRequest struct {
-	ReservationID string
-	Guard         reservation.Guard
-	// Expired says the hold lapsed (event Expire) rather than being given up (Release).
-	Expired bool
-	// Reason is recorded in the outbox event ("declined", "customer_canceled", …).
-	Reason string
-	// NotifyCustomer marks the outbox event as one the customer must hear about.
-	NotifyCustomer bool
-}
-
-// PaymentUpdate changes a reservation's payment half.
-type PaymentUpdate struct {
-	ReservationID string
-	Guard         reservation.Guard
-	// Event and From: the transition, required prior state included. Event "" records the
-	// fields below without changing the payment state (e.g. a new task token on a retry).
-	Event reservation.PaymentEvent
-	From  reservation.PaymentState
-	// Optional fields to record; empty values leave the stored ones alone.
-	PaymentIntentID string
-	TaskToken       string
-	CaptureBefore   time.Time
-	// CancelAttempts, when above the stored count, records a refused void (see
-	// reservation.Reservation.CancelAttempts).
-	CancelAttempts int
-	// CustomerCanceled, when true, records the customer's cancel (see
-	// reservation.Reservation.CustomerCanceled).
-	CustomerCanceled bool
-	// Reason is recorded in the outbox event; NotifyCustomer marks it for the customer.
-	Reason         string
-	NotifyCustomer bool
-}
+// ReleaseRequest and PaymentUpdate are the domain's store requests.
+type (
+	ReleaseRequest = reservation.ReleaseRequest
+	PaymentUpdate  = reservation.PaymentUpdate
+)
 
 // Payments is what the steps need from the payment provider: internal/payment's port.
 type Payments interface {
@@ -76,6 +51,7 @@ type Payments interface {
 	Capture(ctx context.Context, req payment.CaptureRequest) (payment.Authorization, error)
 	Cancel(ctx context.Context, req payment.CancelRequest) (payment.Authorization, error)
 	Refund(ctx context.Context, req payment.RefundRequest) (payment.Refund, error)
+	RetrieveRefund(ctx context.Context, refundID string) (payment.Refund, error)
 }
 
 var _ Payments = payment.Provider(nil)
