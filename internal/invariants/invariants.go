@@ -28,6 +28,9 @@ const (
 // NeedsReconciliation is the payment state of a reservation whose payment outcome is unknown.
 const NeedsReconciliation = "UNKNOWN_NEEDS_RECONCILIATION"
 
+// Paid is the payment state of a reservation whose capture the saga recorded.
+const Paid = "PAID"
+
 // Provider PaymentIntent statuses the rules look at.
 const (
 	// PIRequiresCapture is an open authorization: money held on the card, neither captured nor
@@ -70,13 +73,21 @@ const (
 	// RuleCaptureMatchesSeatPrices: every capture took exactly the sum of its reservation's seat
 	// prices, in the seats' currency; the server prices a reservation, never the client.
 	RuleCaptureMatchesSeatPrices Rule = "capture-equals-seat-prices"
+	// RuleNoChargeForAcknowledgedCancel: every reservation whose customer cancel was recorded
+	// keeps no money net of refunds, whatever its seats' state.
+	RuleNoChargeForAcknowledgedCancel Rule = "no-charge-for-acknowledged-cancel"
+	// RuleConfirmedExactlyWhenCaptured: per reservation, the seats are CONFIRMED if and only if
+	// the money is captured. CONFIRMED implies payment state PAID and a net capture equal to the
+	// amount; a net capture above 0 implies CONFIRMED.
+	RuleConfirmedExactlyWhenCaptured Rule = "confirmed-exactly-when-captured"
 )
 
 // Rules lists every invariant in the order the checker reports them.
 var Rules = []Rule{
 	RuleSeatSingleOwner, RuleConfirmedOwnsSeats, RuleCaptureBelongsToConfirmed,
 	RuleNoOpenAuthorization, RuleNoStaleHold, RuleExecutionSettled, RuleOutboxPayloadStable,
-	RuleSoldEqualsCaptured, RuleCaptureMatchesSeatPrices,
+	RuleSoldEqualsCaptured, RuleCaptureMatchesSeatPrices, RuleNoChargeForAcknowledgedCancel,
+	RuleConfirmedExactlyWhenCaptured,
 }
 
 // Seat is one seat item.
@@ -110,6 +121,9 @@ type Reservation struct {
 	// InReconciliation is true when the reservation is in the reconciliation backlog: its
 	// payment state is UNKNOWN_NEEDS_RECONCILIATION or it carries a reconciliation record.
 	InReconciliation bool
+	// CustomerCanceled is true when the customer's cancel was recorded on the reservation
+	// (its customerCanceled attribute); from then on it may keep no money.
+	CustomerCanceled bool
 }
 
 // SeatKeys returns the table keys of the reservation's seats.
@@ -254,8 +268,11 @@ func Check(s Snapshot) Verdict {
 	checkStaleHolds(s, resByID, add)
 	checkExecutions(s, resByID, add)
 	checkPublications(s, add)
-	v.SoldSeats, v.PaidSeats = checkSoldEqualsCaptured(s, resByID, add)
+	ledger := ledgerByReservation(s.Payments)
+	v.SoldSeats, v.PaidSeats = checkSoldEqualsCaptured(s, resByID, ledger, add)
 	checkCapturesMatchSeatPrices(s, resByID, seatByKey, add)
+	checkAcknowledgedCancels(s, ledger, add)
+	checkConfirmedExactlyWhenCaptured(s, ledger, add)
 
 	sort.SliceStable(v.Violations, func(i, j int) bool {
 		a, b := v.Violations[i], v.Violations[j]
@@ -438,7 +455,31 @@ func checkPublications(s Snapshot, add addFunc) {
 	}
 }
 
-func checkSoldEqualsCaptured(s Snapshot, res map[string]Reservation, add addFunc) (sold, paid int) {
+// atRest reports whether the money rules may judge r as settled. It is the exemption the
+// capture rules have always granted: only the reconciliation backlog, where the provider's
+// outcome is unknown and the reconciler will settle it. A running execution outside the
+// backlog gets none, because execution-finished-or-backlogged already reports it; a live hold
+// needs none, because capture follows confirmation, so no hold may carry captured money.
+func atRest(r Reservation) bool { return !r.InReconciliation }
+
+// money is what the provider's ledger holds for one reservation, summed over its
+// PaymentIntents.
+type money struct{ captured, refunded int64 }
+
+func (m money) net() int64 { return m.captured - m.refunded }
+
+func ledgerByReservation(ps []Payment) map[string]money {
+	out := map[string]money{}
+	for _, p := range ps {
+		m := out[p.ReservationID]
+		m.captured += p.Captured
+		m.refunded += p.Refunded
+		out[p.ReservationID] = m
+	}
+	return out
+}
+
+func checkSoldEqualsCaptured(s Snapshot, res map[string]Reservation, ledger map[string]money, add addFunc) (sold, paid int) {
 	for _, st := range s.Seats {
 		if st.State != Confirmed {
 			continue
@@ -448,9 +489,9 @@ func checkSoldEqualsCaptured(s Snapshot, res map[string]Reservation, add addFunc
 		}
 		sold++
 	}
-	net := map[string]int64{}
-	for _, p := range s.Payments {
-		net[p.ReservationID] += p.Net()
+	net := make(map[string]int64, len(ledger))
+	for id, m := range ledger {
+		net[id] = m.net()
 	}
 	ids := make([]string, 0, len(net))
 	for id := range net {
@@ -530,6 +571,42 @@ func checkCapturesMatchSeatPrices(s Snapshot, res map[string]Reservation, seats 
 			sort.Strings(cur)
 			add(RuleCaptureMatchesSeatPrices, r.ID, "", "PaymentIntent %s captured %d %s but the reservation's seats cost %d %s",
 				p.PaymentIntentID, p.Captured, p.Currency, price, strings.Join(cur, "/"))
+		}
+	}
+}
+
+// checkAcknowledgedCancels holds every recorded customer cancel to a net capture of 0. The other
+// money rules cannot see this promise: a cancel that was confirmed and charged anyway satisfies
+// each of them.
+func checkAcknowledgedCancels(s Snapshot, ledger map[string]money, add addFunc) {
+	for _, r := range s.Reservations {
+		if !r.CustomerCanceled || !atRest(r) {
+			continue
+		}
+		if m := ledger[r.ID]; m.net() != 0 {
+			add(RuleNoChargeForAcknowledgedCancel, r.ID, "", "the customer's cancel was recorded but the provider kept %d %s (captured %d, refunded %d); the reservation is %s, payment %s",
+				m.net(), r.Currency, m.captured, m.refunded, r.State, r.PaymentState)
+		}
+	}
+}
+
+// checkConfirmedExactlyWhenCaptured states, per reservation, that CONFIRMED seats and captured
+// money go together. It overlaps the per-reservation halves of capture-belongs-to-confirmed and
+// sold-equals-net-captured on purpose, so that the equivalence is one rule; it adds the payment
+// state, which neither of them reads.
+func checkConfirmedExactlyWhenCaptured(s Snapshot, ledger map[string]money, add addFunc) {
+	for _, r := range s.Reservations {
+		if !atRest(r) {
+			continue
+		}
+		net := ledger[r.ID].net()
+		switch {
+		case r.State == Confirmed && (net <= 0 || net != r.Amount || r.PaymentState != Paid):
+			add(RuleConfirmedExactlyWhenCaptured, r.ID, "", "seats are CONFIRMED but the money is not captured: the provider kept %d of the amount %d %s and the payment state is %s, want %s",
+				net, r.Amount, r.Currency, r.PaymentState, Paid)
+		case r.State != Confirmed && net > 0:
+			add(RuleConfirmedExactlyWhenCaptured, r.ID, "", "the provider kept %d %s but the seats are %s, not CONFIRMED",
+				net, r.Currency, r.State)
 		}
 	}
 }

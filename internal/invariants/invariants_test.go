@@ -11,7 +11,8 @@ var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // healthy is a settled sale that keeps every promise: r1 confirmed and paid for two seats, r2
 // declined and voided, r3 expired with its 3-D Secure never completed, r4 paid late and
 // refunded, r5 confirmed but its capture is unknown and it sits in the reconciliation backlog
-// (seat still protected, execution still running), and one free seat.
+// (seat still protected, execution still running), rc canceled by the customer after a late
+// capture and refunded in full, and one free seat.
 func healthy() Snapshot {
 	past := now.Add(-time.Hour)
 	return Snapshot{
@@ -31,6 +32,7 @@ func healthy() Snapshot {
 			{ID: "r3", EventID: "e1", SeatIDs: []string{"A3"}, State: Released, PaymentState: "CANCELED", Amount: 1000, Currency: "eur", PaymentIntentID: "pi_3", HoldExpiresAt: past},
 			{ID: "r4", EventID: "e1", SeatIDs: []string{"A4"}, State: Released, PaymentState: "REFUNDED", Amount: 1000, Currency: "eur", PaymentIntentID: "pi_4", HoldExpiresAt: past},
 			{ID: "r5", EventID: "e1", SeatIDs: []string{"A5"}, State: PaymentPending, PaymentState: NeedsReconciliation, Amount: 1000, Currency: "eur", PaymentIntentID: "pi_5", HoldExpiresAt: past, InReconciliation: true},
+			{ID: "rc", EventID: "e1", SeatIDs: []string{"A3"}, State: Released, PaymentState: "REFUNDED", Amount: 1000, Currency: "eur", PaymentIntentID: "pi_c", HoldExpiresAt: past, CustomerCanceled: true},
 		},
 		Payments: []Payment{
 			{ReservationID: "r1", PaymentIntentID: "pi_1", Status: "succeeded", Amount: 2000, Currency: "eur", Captured: 2000},
@@ -38,6 +40,7 @@ func healthy() Snapshot {
 			{ReservationID: "r3", PaymentIntentID: "pi_3", Status: "canceled", Amount: 1000, Currency: "eur"},
 			{ReservationID: "r4", PaymentIntentID: "pi_4", Status: "succeeded", Amount: 1000, Currency: "eur", Captured: 1000, Refunded: 1000},
 			{ReservationID: "r5", PaymentIntentID: "pi_5", Status: "requires_capture", Amount: 1000, Currency: "eur"},
+			{ReservationID: "rc", PaymentIntentID: "pi_c", Status: "succeeded", Amount: 1000, Currency: "eur", Captured: 1000, Refunded: 1000},
 		},
 		Executions: []Execution{
 			{Name: "r1", ARN: "arn:r1", Status: "SUCCEEDED"},
@@ -45,6 +48,7 @@ func healthy() Snapshot {
 			{Name: "r3", ARN: "arn:r3", Status: "FAILED"},
 			{Name: "r4", ARN: "arn:r4", Status: "SUCCEEDED"},
 			{Name: "r5", ARN: "arn:r5", Status: ExecRunning},
+			{Name: "rc", ARN: "arn:rc", Status: "FAILED"},
 		},
 		Published: []Publication{
 			{EventID: "ev1", Payload: []byte(`{"type":"SeatHeld","v":1}`)},
@@ -99,8 +103,8 @@ func TestEveryRuleBites(t *testing.T) {
 			break_: func(s *Snapshot) {
 				s.Seats[2] = Seat{EventID: "e1", SeatID: "A3", State: Confirmed, ReservationID: "r9", PriceMinor: 1000, Currency: "EUR"}
 				s.Reservations = append(s.Reservations,
-					Reservation{ID: "r8", EventID: "e1", SeatIDs: []string{"A3"}, State: Confirmed, Amount: 1000},
-					Reservation{ID: "r9", EventID: "e1", SeatIDs: []string{"A3"}, State: Confirmed, Amount: 1000})
+					Reservation{ID: "r8", EventID: "e1", SeatIDs: []string{"A3"}, State: Confirmed, PaymentState: Paid, Amount: 1000},
+					Reservation{ID: "r9", EventID: "e1", SeatIDs: []string{"A3"}, State: Confirmed, PaymentState: Paid, Amount: 1000})
 				s.Payments = append(s.Payments,
 					Payment{ReservationID: "r8", PaymentIntentID: "pi_8", Status: "succeeded", Amount: 1000, Currency: "eur", Captured: 1000},
 					Payment{ReservationID: "r9", PaymentIntentID: "pi_9", Status: "succeeded", Amount: 1000, Currency: "eur", Captured: 1000})
@@ -120,7 +124,7 @@ func TestEveryRuleBites(t *testing.T) {
 			break_: func(s *Snapshot) {
 				s.Payments[3].Refunded = 0
 			},
-			want: []Rule{RuleCaptureBelongsToConfirmed, RuleSoldEqualsCaptured}, resID: "r4",
+			want: []Rule{RuleCaptureBelongsToConfirmed, RuleSoldEqualsCaptured, RuleConfirmedExactlyWhenCaptured}, resID: "r4",
 		},
 		{
 			name: "capture for a reservation that does not exist",
@@ -175,7 +179,7 @@ func TestEveryRuleBites(t *testing.T) {
 				s.Payments[0].Captured = 0
 				s.Payments[0].Status = "requires_capture"
 			},
-			want: []Rule{RuleSoldEqualsCaptured}, resID: "r1",
+			want: []Rule{RuleSoldEqualsCaptured, RuleConfirmedExactlyWhenCaptured}, resID: "r1",
 		},
 		{
 			name: "capture for a client-chosen amount below the seat prices",
@@ -205,7 +209,28 @@ func TestEveryRuleBites(t *testing.T) {
 			break_: func(s *Snapshot) {
 				s.Payments[0].Refunded = 500
 			},
-			want: []Rule{RuleSoldEqualsCaptured}, resID: "r1",
+			want: []Rule{RuleSoldEqualsCaptured, RuleConfirmedExactlyWhenCaptured}, resID: "r1",
+		},
+		{
+			name: "customer cancel recorded yet confirmed and charged (no other rule sees it)",
+			break_: func(s *Snapshot) {
+				s.Reservations[0].CustomerCanceled = true
+			},
+			want: []Rule{RuleNoChargeForAcknowledgedCancel}, resID: "r1",
+		},
+		{
+			name: "customer cancel refunded only in part",
+			break_: func(s *Snapshot) {
+				s.Payments[5].Refunded = 400
+			},
+			want: []Rule{RuleCaptureBelongsToConfirmed, RuleSoldEqualsCaptured, RuleNoChargeForAcknowledgedCancel, RuleConfirmedExactlyWhenCaptured}, resID: "rc",
+		},
+		{
+			name: "confirmed and captured but the payment state never became PAID (no other rule sees it)",
+			break_: func(s *Snapshot) {
+				s.Reservations[0].PaymentState = "CAPTURE_PENDING"
+			},
+			want: []Rule{RuleConfirmedExactlyWhenCaptured}, resID: "r1",
 		},
 	}
 	for _, tc := range cases {

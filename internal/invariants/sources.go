@@ -116,6 +116,8 @@ func (d DynamoDB) Reservations(ctx context.Context) ([]Reservation, error) {
 			Amount:          res.Amount,
 			Currency:        res.Currency,
 			PaymentIntentID: res.PaymentIntentID,
+			// The inventory decoder reads the customerCanceled BOOL; an absent attribute is false.
+			CustomerCanceled: res.CustomerCanceled,
 		}
 		_, hasRecon := item[tables.AttrReconSince]
 		r.InReconciliation = r.PaymentState == NeedsReconciliation || hasRecon

@@ -67,8 +67,10 @@ func (r Reservation) ApplyUpdate(u PaymentUpdate, now time.Time) (Reservation, e
 		if err != nil {
 			return r, err
 		}
-		// One change, one version: the release rides on the payment write.
-		released.Version = next.Version
+		if u.Event != "" {
+			// One change, one version: the release rides on the payment write.
+			released.Version = next.Version
+		}
 		next = released
 	}
 	u.applyDetails(&next)
