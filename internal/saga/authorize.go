@@ -37,6 +37,13 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 			return AuthorizeResult{}, err
 		}
 		now := s.now()
+		if r.CustomerCanceled && r.Inventory != reservation.Confirmed {
+			// The customer's cancel is recorded: no payment starts or goes on; compensation
+			// voids what exists and releases the seats.
+			err := &CustomerCanceled{ReservationID: id}
+			s.outcome(ctx, "authorize", in, "customer_canceled", err)
+			return AuthorizeResult{}, err
+		}
 		switch {
 		case r.Inventory == reservation.Held && r.Payment == reservation.NotStarted:
 			if !r.HoldLive(now) {

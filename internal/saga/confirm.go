@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"errors"
 
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
@@ -27,6 +28,13 @@ func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 		case r.Inventory == reservation.Confirmed:
 			s.outcome(ctx, "confirm", in, "confirmed", nil, "version", r.Version)
 			return Confirmation{Version: r.Version}, nil
+
+		case r.CustomerCanceled:
+			// Recorded before it was acknowledged: the seats are never sold, whatever the
+			// webhook reported. The ASL sends this to "Void payment after customer cancel".
+			err := &CustomerCanceled{ReservationID: id}
+			s.outcome(ctx, "confirm", in, "customer_canceled", err)
+			return Confirmation{}, err
 
 		case r.Inventory != reservation.PaymentPending:
 			err := &ConflictError{ReservationID: id, Detail: "seats are " + string(r.Inventory) + ", not PAYMENT_PENDING"}
@@ -61,6 +69,11 @@ func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 
 		case r.Payment == reservation.Authorized:
 			_, err := s.Store.Confirm(ctx, id, reservation.GuardOf(r))
+			var refused *reservation.GuardFailed
+			if errors.As(err, &refused) {
+				// A cancel landed between the read and the write: the next round routes it.
+				continue
+			}
 			if err = s.storeStep(ctx, "confirm", in, err); err != nil {
 				return Confirmation{}, err
 			}

@@ -115,6 +115,7 @@ const (
 	OutcomeCanceled      = "canceled"
 	OutcomeCaptureFailed = "capture_failed"
 	OutcomeRetry         = "retry"
+	OutcomeResume        = "resume"
 	OutcomeUnresolved    = "unresolved"
 )
 
@@ -128,6 +129,10 @@ type ReconcileResult struct {
 	// authorization found late in the retry loop (e.g. on its last attempt) still gets to
 	// capture.
 	Captures int `json:"captures,omitempty"`
+	// Resumes counts how often reconcile has sent this execution back to waiting for the
+	// buyer; Hold is the hold to wait with then (its SecondsLeft is the time left now).
+	Resumes int   `json:"resumes,omitempty"`
+	Hold    *Hold `json:"hold,omitempty"`
 	// RetryAfterSeconds is how long the ASL waits before the next attempt (outcome retry).
 	RetryAfterSeconds int    `json:"retryAfterSeconds,omitempty"`
 	ProviderStatus    string `json:"providerStatus,omitempty"`
