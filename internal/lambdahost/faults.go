@@ -1,8 +1,11 @@
 package lambdahost
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
@@ -117,6 +120,55 @@ func (h *Host) SetLatency(name string, d time.Duration) error {
 	fn.latency = d
 	fn.faultMu.Unlock()
 	return nil
+}
+
+// Gate holds every invocation of name before its handler runs until the returned open is
+// called (or the invocation's context ends), and reports through waiting how many are held.
+// Tests use it to stop a step at an exact point and make another actor move first; a gate
+// counts toward the function's concurrency, as a slow handler would.
+func (h *Host) Gate(name string) (open func(), waiting func() int, err error) {
+	fn := h.lookup(name)
+	if fn == nil {
+		return nil, nil, fmt.Errorf("lambdahost: no function %q", name)
+	}
+	g := &gate{opened: make(chan struct{})}
+	fn.faultMu.Lock()
+	fn.gate = g
+	fn.faultMu.Unlock()
+	var once sync.Once
+	open = func() {
+		once.Do(func() {
+			fn.faultMu.Lock()
+			if fn.gate == g {
+				fn.gate = nil
+			}
+			fn.faultMu.Unlock()
+			close(g.opened)
+		})
+	}
+	return open, func() int { return int(g.waiting.Load()) }, nil
+}
+
+// gate is a closed door in front of a function's handler.
+type gate struct {
+	opened  chan struct{}
+	waiting atomic.Int64
+}
+
+// wait blocks while the function's gate is closed.
+func (f *function) waitAtGate(ctx context.Context) {
+	f.faultMu.Lock()
+	g := f.gate
+	f.faultMu.Unlock()
+	if g == nil {
+		return
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	select {
+	case <-g.opened:
+	case <-ctx.Done():
+	}
 }
 
 // ClearFaults removes every pending fault and the latency of name.

@@ -89,6 +89,7 @@ type function struct {
 	before  []countedFailure
 	after   []countedFailure
 	latency time.Duration
+	gate    *gate
 
 	requests    atomic.Int64
 	invocations atomic.Int64
@@ -434,6 +435,7 @@ func (res result) write(w http.ResponseWriter) {
 
 func (h *Host) invoke(ctx context.Context, f *function, call invocation) result {
 	start := time.Now()
+	f.waitAtGate(ctx)
 	before, after, latency := f.takeFaults()
 	if latency > 0 {
 		t := time.NewTimer(latency)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -491,5 +493,40 @@ func BenchmarkInvoke(b *testing.B) {
 		if _, err := c.Invoke(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestGateHoldsInvocationsUntilOpened(t *testing.T) {
+	h := lambdahost.New(lambdahost.Options{})
+	var ran atomic.Int64
+	h.Register("step", func(ctx context.Context, in map[string]any) (map[string]any, error) {
+		ran.Add(1)
+		return in, nil
+	})
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	open, waiting, err := h.Gate("step")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Post(srv.URL+"/2015-03-31/functions/step/invocations", "application/json", strings.NewReader(`{}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for waiting() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if waiting() != 1 || ran.Load() != 0 {
+		t.Fatalf("gated invocation: waiting %d, ran %d; want 1 waiting, none ran", waiting(), ran.Load())
+	}
+	open()
+	<-done
+	if ran.Load() != 1 || waiting() != 0 {
+		t.Fatalf("after opening: ran %d, waiting %d; want 1 ran, none waiting", ran.Load(), waiting())
 	}
 }
