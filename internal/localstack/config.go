@@ -110,6 +110,12 @@ type Config struct {
 	RelayPollInterval time.Duration
 	DisableRelay      bool
 
+	// DynamoDBFault, when set, is asked before every DynamoDB call the stack's clients make
+	// (operation name and input, e.g. "TransactWriteItems" and *dynamodb.TransactWriteItemsInput);
+	// a non-nil answer fails that call with it, before anything is sent, as a throttle or an
+	// outage would. Tests use it to fail one precise write.
+	DynamoDBFault func(op string, params any) error
+
 	// Logger receives the structured logs of every component (nil discards them).
 	Logger *slog.Logger
 }

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/seatsaga/seatsaga/internal/apigw"
 	"github.com/seatsaga/seatsaga/internal/clock"
@@ -257,6 +259,11 @@ func (st *Stack) startDynamoDB(ctx context.Context) error {
 			return ddblocal.DeleteTables(ctx, client, st.Names)
 		})
 	}
+	if st.cfg.DynamoDBFault != nil {
+		client = dynamodb.New(client.Options(), func(o *dynamodb.Options) {
+			o.APIOptions = append(o.APIOptions, faultMiddleware(st.cfg.DynamoDBFault))
+		})
+	}
 	st.DynamoDB = client
 	st.Endpoints.DynamoDB = endpoint
 	return nil
@@ -374,4 +381,18 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// faultMiddleware asks fault before each call; it runs at the initialize step, before the
+// SDK's retries, so an injected failure reaches the caller as the SDK's last error would.
+func faultMiddleware(fault func(op string, params any) error) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("seatsagaInjectedFault",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if err := fault(awsmiddleware.GetOperationName(ctx), in.Parameters); err != nil {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, err
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
 }
