@@ -1,6 +1,10 @@
 package reservation
 
-import "time"
+import (
+	"slices"
+	"strconv"
+	"time"
+)
 
 // Settlement is one decision: given what is stored about a reservation and what the provider
 // says about its money, what is the one next thing to do so that, at rest, the seats are
@@ -176,6 +180,11 @@ func Decide(f Facts) Decision {
 	if d, ok := atRest(f); ok {
 		return d
 	}
+	if !slices.Contains(Truths(), f.Truth) {
+		// A truth outside the list (the zero value included) says nothing about the money;
+		// guessing would release seats while it may be held.
+		return Decision{Action: ActEscalate, Reason: "unknown provider truth " + strconv.Quote(string(f.Truth))}
+	}
 	switch f.Truth {
 	case TruthNotAsked:
 		return Decision{Action: ActAsk}
@@ -323,7 +332,9 @@ func sell(f Facts) Decision {
 // unwind is the next step towards released seats and no money taken.
 func unwind(f Facts) Decision {
 	seatsOut := f.Inventory != Released
-	expired := (f.Inventory == Held || f.Inventory == PaymentPending) && !f.HoldLive && !f.CustomerCanceled
+	// A lapsed hold goes back as an expiry even after a cancel: its seats may already be
+	// claimed by someone else, which an expiry leaves alone and a release refuses.
+	expired := (f.Inventory == Held || f.Inventory == PaymentPending) && !f.HoldLive
 	switch f.Truth {
 	case TruthAuthorized, TruthAwaitingBuyer, TruthDeclined:
 		return Decision{Action: ActVoid}
