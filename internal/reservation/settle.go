@@ -290,7 +290,9 @@ func goalOf(f Facts) goal {
 		return goalWait
 	}
 	// The hold lapsed (seats still held past the deadline, or already released).
-	if moneyHeld && f.Policy != LateSuccessVoid && !f.SeatsLost && !f.CaptureDeadlinePassed {
+	// The capture deadline matters only for money still to capture.
+	tooLate := f.CaptureDeadlinePassed && f.Truth == TruthAuthorized
+	if moneyHeld && f.Policy != LateSuccessVoid && !f.SeatsLost && !tooLate {
 		return goalSell
 	}
 	return goalUnwind

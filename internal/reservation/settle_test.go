@@ -153,7 +153,9 @@ var specGoals = []struct {
 	{when{inv: holds, live: yes, truth: moneyHeld}, toSell},
 	{when{inv: holds, live: yes}, toWait},
 	// A lapsed hold or released seats: late success.
-	{when{truth: moneyHeld, policy: []LateSuccessPolicy{LateSuccessReacquire}, lost: no, deadline: no}, toSell},
+	// The capture deadline matters only for money still to capture.
+	{when{truth: truth(TruthCaptured), policy: []LateSuccessPolicy{LateSuccessReacquire}, lost: no}, toSell},
+	{when{truth: truth(TruthAuthorized), policy: []LateSuccessPolicy{LateSuccessReacquire}, lost: no, deadline: no}, toSell},
 	{when{}, toUnwind},
 }
 
