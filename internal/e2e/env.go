@@ -83,6 +83,8 @@ type Options struct {
 	ReconcileAttempts int
 	ReconcileBackoff  time.Duration
 	Payments          localstack.PaymentsConfig
+	// DynamoDBFault fails the DynamoDB calls it answers non-nil for (localstack.Config).
+	DynamoDBFault func(op string, params any) error
 	// Verbose sends the stack's logs to stderr.
 	Verbose bool
 }
@@ -120,6 +122,7 @@ func New(t testing.TB, o Options) *Env {
 		LateSuccessPolicy: o.LateSuccessPolicy, SweepInterval: -1,
 		ReconcileAttempts: o.ReconcileAttempts, ReconcileBackoff: o.ReconcileBackoff,
 		Payments: o.Payments, PaymentsTimeout: 2 * time.Second, DisableRelay: true, Logger: logger,
+		DynamoDBFault: o.DynamoDBFault,
 	})
 	if err != nil {
 		t.Fatalf("e2e: start the local stack: %v", err)

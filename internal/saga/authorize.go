@@ -183,7 +183,11 @@ func paymentError(id string, err error) error {
 	case errors.As(err, &declined):
 		return &PaymentDeclined{ReservationID: id, Code: declined.Code, Detail: declined.Error()}
 	case errors.As(err, &failed):
-		return &PaymentDeclined{ReservationID: id, Code: failed.Code, Detail: failed.Error()}
+		// The provider refused our request, not the buyer's card (a wrong or rotated key, a
+		// permission, a request or object-state problem): telling the buyer "declined" would
+		// decline every buyer of the sale. The hold stays protected and reconciliation asks
+		// the provider again.
+		return &ProviderRefused{ReservationID: id, Category: string(failed.Category), Detail: failed.Error()}
 	case errors.As(err, &uncertain):
 		return &PaymentUncertain{ReservationID: id, Detail: uncertain.Error()}
 	}

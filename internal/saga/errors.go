@@ -133,6 +133,20 @@ func (e *ConflictError) Error() string {
 	return "reservation " + e.ReservationID + " in unexpected state: " + e.Detail
 }
 
+// ProviderRefused means the payment provider refused the system's own request definitively
+// (authentication, permission, an invalid request or object state), not the buyer's payment
+// method. Not routed by name: it ends in the ASL's States.ALL catch, which reconciles while the
+// hold keeps the seats; the step counts it (MetricProviderRefusals) so an operator sees it.
+type ProviderRefused struct {
+	ReservationID string
+	Category      string
+	Detail        string
+}
+
+func (e *ProviderRefused) Error() string {
+	return "the payment provider refused the request for reservation " + e.ReservationID + " (" + e.Category + "): " + e.Detail
+}
+
 // Error names as the ASL spells them.
 const (
 	ErrSeatUnavailable          = "SeatUnavailable"

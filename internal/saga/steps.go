@@ -16,6 +16,9 @@ import (
 const (
 	MetricStepOutcome         = "StepOutcome"
 	MetricCompensationOutcome = "CompensationOutcome"
+	// MetricProviderRefusals counts the provider's refusals of the system's own requests
+	// (dimension category); a burst means a configuration problem, not declining buyers.
+	MetricProviderRefusals = "ProviderRefusals"
 )
 
 // Defaults for Steps' optional settings.
@@ -79,13 +82,18 @@ func (s *Steps) policy() reservation.LateSuccessPolicy {
 
 // outcome counts and logs how a step ended. err, when set, is the routed error it returns.
 func (s *Steps) outcome(ctx context.Context, step string, in Input, outcome string, err error, attrs ...any) {
+	var refused *ProviderRefused
+	if errors.As(err, &refused) {
+		s.metrics().Count(MetricProviderRefusals, 1, metrics.Dim{Name: "category", Value: refused.Category})
+		outcome = "provider_refused"
+	}
 	s.metrics().Count(MetricStepOutcome, 1, metrics.Dim{Name: "step", Value: step}, metrics.Dim{Name: "outcome", Value: outcome})
 	args := append([]any{"step", step, "reservationId", in.ReservationID, "correlationId", in.CorrelationID, "outcome", outcome}, attrs...)
 	if err != nil {
 		args = append(args, "error", err.Error())
 	}
 	level := slog.LevelInfo
-	if err != nil && outcome == "error" {
+	if err != nil && (outcome == "error" || outcome == "provider_refused") {
 		level = slog.LevelError
 	}
 	s.log().Log(ctx, level, "saga step finished", args...)
