@@ -3,7 +3,7 @@
 //
 //	POST   /events/{eventId}/reservations   Idempotency-Key header; starts the saga
 //	GET    /reservations/{id}               the owner's view of a reservation
-//	DELETE /reservations/{id}               the owner cancels while paying
+//	DELETE /reservations/{id}               the owner cancels anything not yet sold
 //
 // The customer is always the authorizer's claims.sub, never anything in the body. A
 // reservation's id is derived from the customer and the Idempotency-Key, and names the Step
@@ -26,6 +26,29 @@
 // price_changed is a 409 (the request was well formed but conflicts with the catalog's current
 // state), like seats_unavailable. Currencies go out in lower case (Stripe's form); seats and
 // reservations store them in upper case (ISO 4217's form).
+//
+// Cancel: DELETE records the cancel on the reservation (a guarded write) before it answers,
+// and only then tells a saga waiting for the payment (SendTaskFailure CustomerCanceled), best
+// effort: the saga's confirm and capture conditions, its reconciliation and the sweeper act on
+// the record, so a wait that already closed or a Step Functions outage changes nothing about
+// the answer. Repeating it is harmless and answers the same. The contract of DELETE:
+//
+//	202 cancelRequested       the cancel is recorded; the saga still has to settle the money
+//	                          or give the seats back
+//	200 cancelRequested       recorded, and already settled: seats RELEASED, no money held
+//	409 already_confirmed     the seats are sold, nothing was written; "money" is captured or
+//	                          being_captured
+//	409 not_ready             the saga has not written the reservation yet (Retry-After); once
+//	                          its execution ended without a claim, 200 with the REJECTED view
+//	404 not_found             no such reservation, or someone else's
+//	503 unavailable           the reservation kept changing under the write, or a dependency is
+//	                          busy; retry
+//
+// The "money" field of a reservation with a recorded cancel (on GET too) is derived from the
+// stored states: none (nothing was charged or held), will_be_voided (an authorization or a
+// payment still authorizing: the saga voids it), voided, reconciling (the provider's answer is
+// awaited: money found held is voided, money found taken refunded), will_be_refunded (money
+// taken for seats being given back), refund_pending, refunded.
 //
 // Events catalog: seatsaga has no Events table. An event exists iff the Seats table has a seat
 // for it, and it is on sale unless the requested seats carry onSaleFrom/onSaleUntil bounds that
@@ -73,7 +96,7 @@ const (
 
 // Deps is what the handler needs. Reservations, Seats and SFN are required.
 type Deps struct {
-	Reservations ReservationReader
+	Reservations ReservationStore
 	Seats        SeatCatalog
 	SFN          StepFunctions
 	// Payments, when set, lets GET return the PaymentIntent's client secret to its owner.
@@ -235,8 +258,11 @@ type ReservationStatus struct {
 	ClientSecret    string `json:"clientSecret,omitempty"`
 	NextAction      string `json:"nextAction,omitempty"`
 	Version         int64  `json:"version,omitempty"`
-	// CancelRequested is set on the answer to a DELETE the saga accepted.
+	// CancelRequested means only that the customer's cancel is recorded: from then on nothing
+	// confirms, reacquires or captures the reservation. Money says what that does to the
+	// money; both are set whenever a cancel is recorded, on GET as on DELETE.
 	CancelRequested bool   `json:"cancelRequested,omitempty"`
+	Money           string `json:"money,omitempty"`
 	StatusURL       string `json:"statusUrl"`
 }
 
@@ -260,6 +286,9 @@ func viewOf(r reservation.Reservation) ReservationStatus {
 	if !r.HoldExpiresAt.IsZero() {
 		t := r.HoldExpiresAt.UTC()
 		v.HoldExpiresAt = &t
+	}
+	if r.CustomerCanceled {
+		v.CancelRequested, v.Money = true, moneyOf(r)
 	}
 	return v
 }

@@ -418,6 +418,12 @@ func TestGet(t *testing.T) {
 			r.res.byID[id] = p
 			r.pay.auth = payment.Authorization{State: payment.StateAuthorized, ClientSecret: "pi_1_secret_x"}
 		}, 200, "PAYMENT_PENDING", ""},
+		{"a recorded cancel shows with its money and without the client secret", "alice", id, func(r *rig) {
+			p := pending
+			p.CustomerCanceled = true
+			r.res.byID[id] = p
+			r.pay.auth = payment.Authorization{State: payment.StateAuthorizing, ClientSecret: "pi_1_secret_x", NextAction: "use_stripe_sdk"}
+		}, 200, "PAYMENT_PENDING", ""},
 		{"provider down still answers", "alice", id, func(r *rig) {
 			r.res.byID[id] = pending
 			r.pay.err = errBoom
@@ -451,6 +457,13 @@ func TestGet(t *testing.T) {
 			if v.Status != tc.wantState || v.ClientSecret != tc.wantSecret || v.ReservationID != id {
 				t.Fatalf("view %+v", v)
 			}
+			wantMoney := ""
+			if stored, ok := r.res.byID[id]; ok && stored.CustomerCanceled {
+				wantMoney = MoneyWillBeVoided
+			}
+			if v.CancelRequested != (wantMoney != "") || v.Money != wantMoney {
+				t.Fatalf("cancelRequested %v money %q, want money %q", v.CancelRequested, v.Money, wantMoney)
+			}
 		})
 	}
 }
@@ -458,7 +471,7 @@ func TestGet(t *testing.T) {
 func TestCancel(t *testing.T) {
 	id := ReservationID("alice", "k")
 	base := reservation.Reservation{ID: id, CustomerID: "alice", Inventory: reservation.PaymentPending,
-		Payment: reservation.Authorizing, TaskToken: "tok-1", Version: 3, HoldExpiresAt: testNow.Add(time.Minute)}
+		Payment: reservation.Authorizing, PaymentIntentID: "pi_1", TaskToken: "tok-1", Version: 3, HoldExpiresAt: testNow.Add(time.Minute)}
 	with := func(mut func(*reservation.Reservation)) func(*rig) {
 		return func(r *rig) {
 			res := base
@@ -468,40 +481,102 @@ func TestCancel(t *testing.T) {
 			r.res.byID[id] = res
 		}
 	}
-	cases := []struct {
-		name         string
-		sub          string
-		setup        func(*rig)
-		wantStatus   int
-		wantCode     string
-		wantFailures int
-	}{
-		{"waiting for payment: the task fails with CustomerCanceled", "alice", with(nil), 202, "", 1},
-		{"repeated cancel after the wait closed", "alice", func(r *rig) {
-			with(nil)(r)
-			r.sfn.failErr = &sfntypes.TaskTimedOut{Message: aws.String("closed")}
-		}, 202, "", 1},
-		{"the payment won the race", "alice", func(r *rig) {
-			with(nil)(r)
-			confirmed := base
-			confirmed.Inventory, confirmed.Payment = reservation.Confirmed, reservation.Paid
-			r.res.after = &confirmed
-			r.sfn.failErr = &sfntypes.TaskDoesNotExist{Message: aws.String("gone")}
-		}, 409, "already_confirmed", 1},
-		{"confirmed", "alice", with(func(r *reservation.Reservation) { r.Inventory = reservation.Confirmed }), 409, "already_confirmed", 0},
-		{"already released", "alice", with(func(r *reservation.Reservation) { r.Inventory = reservation.Released }), 200, "", 0},
-		{"held, not yet waiting", "alice", with(func(r *reservation.Reservation) { r.Inventory, r.TaskToken = reservation.Held, "" }), 409, "not_ready", 0},
-		{"someone else's", "bob", with(nil), 404, "not_found", 0},
-		{"no authenticated customer", "", with(nil), 401, "unauthorized", 0},
-		{"step functions down", "alice", func(r *rig) {
-			with(nil)(r)
-			r.sfn.failErr = errBoom
-		}, 500, "internal", 1},
-		{"before the claim", "alice", func(r *rig) {
+	and := func(setups ...func(*rig)) func(*rig) {
+		return func(r *rig) {
+			for _, s := range setups {
+				s(r)
+			}
+		}
+	}
+	signalFails := func(err error) func(*rig) { return func(r *rig) { r.sfn.failErr = err } }
+	execution := func(status sfntypes.ExecutionStatus) func(*rig) {
+		return func(r *rig) {
 			in, _ := json.Marshal(saga.Input{CustomerID: "alice"})
-			r.sfn.executions[executionARN(testMachine, id)] = &fakeExecution{input: string(in), status: sfntypes.ExecutionStatusRunning}
-		}, 409, "not_ready", 0},
-		{"nothing at all", "alice", nil, 404, "not_found", 0},
+			r.sfn.executions[executionARN(testMachine, id)] = &fakeExecution{input: string(in), status: status}
+		}
+	}
+	cases := []struct {
+		name       string
+		sub        string
+		setup      func(*rig)
+		wantStatus int
+		wantCode   string
+		// wantMoney is the answer's money field (the error's on a 409).
+		wantMoney string
+		// wantSignals counts SendTaskFailure calls; wantRecorded, that the stored reservation
+		// carries the cancel afterwards.
+		wantSignals  int
+		wantRecorded bool
+	}{
+		{"waiting for payment: recorded, then the wait fails with CustomerCanceled", "alice", with(nil),
+			202, "", MoneyWillBeVoided, 1, true},
+		{"the webhook closed the wait: still recorded, the authorization will be voided", "alice", and(with(func(r *reservation.Reservation) {
+			r.Payment = reservation.Authorized
+		}), signalFails(&sfntypes.TaskTimedOut{Message: aws.String("closed")})),
+			202, "", MoneyWillBeVoided, 1, true},
+		{"the saga is reconciling with no live token: recorded, the provider's answer decides", "alice", and(with(func(r *reservation.Reservation) {
+			r.Payment, r.HoldExpiresAt = reservation.UnknownNeedsReconciliation, testNow.Add(-time.Minute)
+		}), signalFails(&sfntypes.TaskDoesNotExist{Message: aws.String("gone")})),
+			202, "", MoneyReconciling, 1, true},
+		{"a dead token: recorded all the same", "alice", and(with(nil), signalFails(&sfntypes.InvalidToken{Message: aws.String("invalid")})),
+			202, "", MoneyWillBeVoided, 1, true},
+		{"step functions down during the signal: recorded, still 202", "alice", and(with(nil), signalFails(errBoom)),
+			202, "", MoneyWillBeVoided, 1, true},
+		{"released while the payment still authorizes: recorded so a late authorization is voided", "alice", with(func(r *reservation.Reservation) {
+			r.Inventory, r.Outcome = reservation.Released, reservation.OutcomeExpired
+		}), 202, "", MoneyWillBeVoided, 0, true},
+		{"held before authorize ran: recorded, nothing to signal", "alice", with(func(r *reservation.Reservation) {
+			r.Inventory, r.Payment, r.PaymentIntentID, r.TaskToken = reservation.Held, reservation.NotStarted, "", ""
+		}), 202, "", MoneyNone, 0, true},
+		{"released and voided: recorded, settled already", "alice", with(func(r *reservation.Reservation) {
+			r.Inventory, r.Payment = reservation.Released, reservation.Canceled
+		}), 200, "", MoneyVoided, 0, true},
+		{"released and refunded: recorded, settled already", "alice", with(func(r *reservation.Reservation) {
+			r.Inventory, r.Payment = reservation.Released, reservation.Refunded
+		}), 200, "", MoneyRefunded, 0, true},
+		{"released with a refund pending: recorded, the saga still waits for the refund", "alice", with(func(r *reservation.Reservation) {
+			r.Inventory, r.Payment = reservation.Released, reservation.RefundPending
+		}), 202, "", MoneyRefundPending, 0, true},
+		{"captured for seats not sold: recorded, the money will be refunded", "alice", with(func(r *reservation.Reservation) {
+			r.Inventory, r.Payment = reservation.Released, reservation.Paid
+		}), 202, "", MoneyWillBeRefunded, 0, true},
+		{"confirmed and captured: 409, nothing written", "alice", with(func(r *reservation.Reservation) {
+			r.Inventory, r.Payment = reservation.Confirmed, reservation.Paid
+		}), 409, "already_confirmed", MoneyCaptured, 0, false},
+		{"confirmed, capture under way: 409, nothing written", "alice", with(func(r *reservation.Reservation) {
+			r.Inventory, r.Payment = reservation.Confirmed, reservation.CapturePending
+		}), 409, "already_confirmed", MoneyBeingCaptured, 0, false},
+		{"a confirm wins the race: stale version, then confirmed, 409", "alice", func(r *rig) {
+			with(func(r *reservation.Reservation) { r.Payment = reservation.Authorized })(r)
+			r.res.beforeCancel = func(res *reservation.Reservation) {
+				if res.Inventory == reservation.PaymentPending {
+					res.Inventory, res.Outcome, res.Version = reservation.Confirmed, reservation.OutcomeConfirmed, res.Version+1
+				}
+			}
+		}, 409, "already_confirmed", MoneyBeingCaptured, 0, false},
+		{"a saga step moves the version once: read again, recorded", "alice", func(r *rig) {
+			with(nil)(r)
+			moved := false
+			r.res.beforeCancel = func(res *reservation.Reservation) {
+				if !moved {
+					moved = true
+					res.Version++
+				}
+			}
+		}, 202, "", MoneyWillBeVoided, 1, true},
+		{"the reservation keeps changing: 503, nothing recorded", "alice", func(r *rig) {
+			with(nil)(r)
+			r.res.beforeCancel = func(res *reservation.Reservation) { res.Version++ }
+		}, 503, "unavailable", "", 0, false},
+		{"the store refuses the write: 500, no signal", "alice", func(r *rig) {
+			with(nil)(r)
+			r.res.cancelErr = errBoom
+		}, 500, "internal", "", 0, false},
+		{"someone else's", "bob", with(nil), 404, "not_found", "", 0, false},
+		{"no authenticated customer", "", with(nil), 401, "unauthorized", "", 0, false},
+		{"before the claim: not ready", "alice", execution(sfntypes.ExecutionStatusRunning), 409, "not_ready", "", 0, false},
+		{"the execution ended without a claim: the rejected view", "alice", execution(sfntypes.ExecutionStatusSucceeded), 200, "", "", 0, false},
+		{"nothing at all", "alice", nil, 404, "not_found", "", 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -509,27 +584,71 @@ func TestCancel(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(r)
 			}
+			before := r.res.stored(id)
 			resp := r.do(t, idReq("DELETE", tc.sub, id))
 			if resp.StatusCode != tc.wantStatus {
 				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 			}
 			if tc.wantCode != "" {
-				if e := decode[Error](t, resp); e.Code != tc.wantCode {
-					t.Fatalf("code %q", e.Code)
+				e := decode[Error](t, resp)
+				if e.Code != tc.wantCode || e.Money != tc.wantMoney {
+					t.Fatalf("code %q money %q (%s), want %q %q", e.Code, e.Money, e.Message, tc.wantCode, tc.wantMoney)
+				}
+			} else {
+				v := decode[ReservationStatus](t, resp)
+				if v.CancelRequested != tc.wantRecorded || v.Money != tc.wantMoney {
+					t.Fatalf("cancelRequested %v money %q, want %v %q", v.CancelRequested, v.Money, tc.wantRecorded, tc.wantMoney)
 				}
 			}
-			if len(r.sfn.failures) != tc.wantFailures {
-				t.Fatalf("%d SendTaskFailure calls, want %d", len(r.sfn.failures), tc.wantFailures)
+			after := r.res.stored(id)
+			if after.CustomerCanceled != tc.wantRecorded {
+				t.Fatalf("cancel recorded %v, want %v", after.CustomerCanceled, tc.wantRecorded)
+			}
+			if tc.wantRecorded && after.Version <= before.Version {
+				t.Fatalf("version %d after the cancel, %d before: the write did not bump it", after.Version, before.Version)
+			}
+			if !tc.wantRecorded && r.res.writes != 0 {
+				t.Fatalf("%d writes, want none", r.res.writes)
+			}
+			if len(r.sfn.failures) != tc.wantSignals {
+				t.Fatalf("%d SendTaskFailure calls, want %d", len(r.sfn.failures), tc.wantSignals)
 			}
 			for _, f := range r.sfn.failures {
 				if aws.ToString(f.Error) != "CustomerCanceled" || aws.ToString(f.TaskToken) != "tok-1" {
 					t.Fatalf("SendTaskFailure %+v", f)
 				}
 			}
-			if tc.wantStatus == 409 && tc.wantCode == "not_ready" && resp.Headers["Retry-After"] == "" {
+			if want := map[bool]int64{true: 1, false: 0}[tc.wantRecorded]; r.metrics.Total("CustomerCancels") != want {
+				t.Fatalf("CustomerCancels %d, want %d", r.metrics.Total("CustomerCancels"), want)
+			}
+			if tc.wantCode == "not_ready" && resp.Headers["Retry-After"] == "" {
 				t.Fatal("not_ready without Retry-After")
 			}
+			if strings.Contains(resp.Body, "tok-1") {
+				t.Fatal("the task token leaked into the response")
+			}
 		})
+	}
+}
+
+// TestCancelTwiceAnswersTheSameAndCountsOnce: a repeated DELETE writes nothing more, answers
+// the same body, and tells the waiting saga again (harmless: a closed wait is only logged).
+func TestCancelTwiceAnswersTheSameAndCountsOnce(t *testing.T) {
+	r := newRig(t)
+	id := ReservationID("alice", "k")
+	r.res.byID[id] = reservation.Reservation{ID: id, CustomerID: "alice", Inventory: reservation.PaymentPending,
+		Payment: reservation.Authorizing, TaskToken: "tok-1", Version: 3, HoldExpiresAt: testNow.Add(time.Minute)}
+	first := r.do(t, idReq("DELETE", "alice", id))
+	r.sfn.failErr = &sfntypes.TaskTimedOut{Message: aws.String("closed")}
+	second := r.do(t, idReq("DELETE", "alice", id))
+	if first.StatusCode != 202 || second.StatusCode != first.StatusCode || second.Body != first.Body {
+		t.Fatalf("first %d %s\nsecond %d %s", first.StatusCode, first.Body, second.StatusCode, second.Body)
+	}
+	if r.res.writes != 1 || r.metrics.Total("CustomerCancels") != 1 {
+		t.Fatalf("%d writes, CustomerCancels %d; want 1 and 1", r.res.writes, r.metrics.Total("CustomerCancels"))
+	}
+	if got := r.metrics.Get("CustomerCancelSignals", metrics.Dim{Name: "outcome", Value: "wait_closed"}); got != 1 {
+		t.Fatalf("%d signals found the wait closed, want 1", got)
 	}
 }
 

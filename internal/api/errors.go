@@ -19,6 +19,9 @@ type Error struct {
 	// units, currency lower case), so the client can show it and ask again.
 	Amount   int64  `json:"amount,omitempty"`
 	Currency string `json:"currency,omitempty"`
+	// Money, on already_confirmed, says what happens to the money instead of a cancel:
+	// MoneyCaptured or MoneyBeingCaptured, unless the capture failed.
+	Money string `json:"money,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -85,32 +85,65 @@ func (f *fakeSFN) startCount() int {
 	return f.starts
 }
 
-// fakeReservations is an in-memory ReservationReader.
+// fakeReservations is an in-memory ReservationStore whose Cancel is the domain's
+// reservation.Reservation.Cancel, as the DynamoDB store's is.
 type fakeReservations struct {
 	mu   sync.Mutex
 	byID map[string]reservation.Reservation
 	err  error
-	// after, when set, replaces the stored reservation after the first Get (a concurrent
-	// writer moving it on).
-	after *reservation.Reservation
-	gets  int
+	// cancelErr, when set, is what Cancel answers (a store failure).
+	cancelErr error
+	// beforeCancel, when set, runs at the start of every Cancel with the stored reservation
+	// (a concurrent writer moving it on); it may change it in place.
+	beforeCancel func(*reservation.Reservation)
+	cancels      int
+	// writes counts the cancels that changed the stored reservation.
+	writes int
 }
 
 func (f *fakeReservations) Get(_ context.Context, id string) (reservation.Reservation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.gets++
 	if f.err != nil {
 		return reservation.Reservation{}, f.err
 	}
 	r, ok := f.byID[id]
-	if f.after != nil && f.gets == 1 {
-		f.byID[id] = *f.after
-	}
 	if !ok {
 		return reservation.Reservation{}, &reservation.NotFound{ReservationID: id}
 	}
 	return r, nil
+}
+
+func (f *fakeReservations) Cancel(_ context.Context, id string, g reservation.Guard) (reservation.Reservation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancels++
+	if f.cancelErr != nil {
+		return reservation.Reservation{}, f.cancelErr
+	}
+	r, ok := f.byID[id]
+	if !ok {
+		return reservation.Reservation{}, &reservation.NotFound{ReservationID: id}
+	}
+	if f.beforeCancel != nil {
+		f.beforeCancel(&r)
+		f.byID[id] = r
+	}
+	next, err := r.Cancel(g, testNow)
+	if err != nil {
+		return r, err
+	}
+	if next.Version != r.Version {
+		f.byID[id] = next
+		f.writes++
+	}
+	return next, nil
+}
+
+func (f *fakeReservations) stored(id string) reservation.Reservation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byID[id]
 }
 
 // fakeCatalog is an in-memory SeatCatalog keyed by event and seat.

@@ -283,7 +283,9 @@ func (h *Handler) status(ctx context.Context, id string, ex *execution) (Reserva
 
 // withPayment adds the client secret while the buyer still has to act on the payment.
 func (h *Handler) withPayment(ctx context.Context, r reservation.Reservation, v ReservationStatus) ReservationStatus {
-	if h.d.Payments == nil || r.PaymentIntentID == "" || r.Inventory != reservation.PaymentPending ||
+	// A cancelled reservation's payment is voided: handing out the secret would only invite an
+	// authorization nobody will capture.
+	if h.d.Payments == nil || r.PaymentIntentID == "" || r.Inventory != reservation.PaymentPending || r.CustomerCanceled ||
 		(r.Payment != reservation.Authorizing && r.Payment != reservation.NotStarted) {
 		return v
 	}
@@ -310,80 +312,6 @@ func (h *Handler) read(ctx context.Context, id string) (reservation.Reservation,
 		return reservation.Reservation{}, false, h.serverError(ctx, "read reservation", err, "reservationId", id)
 	}
 	return r, true, nil
-}
-
-// cancel handles DELETE /reservations/{id}: while the saga waits for payment it fails the
-// waiting task with CustomerCanceled, and the saga voids and releases. Repeating it is
-// harmless; a confirmed reservation cannot be canceled here.
-func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, *Error) {
-	id, r, ex, e := h.lookup(ctx, req)
-	if e != nil {
-		return events.APIGatewayProxyResponse{}, e
-	}
-	if ex != nil {
-		if ex.status == sfntypes.ExecutionStatusRunning {
-			return events.APIGatewayProxyResponse{}, notReady()
-		}
-		view, e := h.status(ctx, id, ex)
-		if e != nil {
-			return events.APIGatewayProxyResponse{}, e
-		}
-		return jsonResponse(http.StatusOK, view), nil
-	}
-	log := h.d.Logger.With("reservationId", id, "correlationId", r.CorrelationID)
-	switch {
-	case r.Inventory == reservation.Confirmed:
-		return events.APIGatewayProxyResponse{}, conflict("already_confirmed", "the reservation is confirmed and can no longer be canceled")
-	case r.Inventory == reservation.Released:
-		return jsonResponse(http.StatusOK, viewOf(r)), nil
-	case r.Inventory != reservation.PaymentPending || r.TaskToken == "":
-		// The saga has not reached the payment wait yet; there is nothing to fail.
-		return events.APIGatewayProxyResponse{}, notReady()
-	}
-	_, err := h.d.SFN.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{
-		TaskToken: aws.String(r.TaskToken),
-		Error:     aws.String(saga.ErrCustomerCanceled),
-		Cause:     aws.String("the customer canceled reservation " + id),
-	})
-	if err != nil && !taskGone(err) {
-		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "send task failure", err, "reservationId", id)
-	}
-	if err != nil {
-		// The saga no longer waits: an earlier cancel or the payment outcome got there first.
-		// Report where it stands now.
-		log.InfoContext(ctx, "api: cancel found the payment wait closed", "error", err.Error())
-		r2, found, e := h.read(ctx, id)
-		if e != nil {
-			return events.APIGatewayProxyResponse{}, e
-		}
-		if found && r2.Inventory == reservation.Confirmed {
-			return events.APIGatewayProxyResponse{}, conflict("already_confirmed", "the reservation is confirmed and can no longer be canceled")
-		}
-		if found {
-			r = r2
-		}
-	} else {
-		h.d.Metrics.Count("CustomerCancels", 1)
-		log.InfoContext(ctx, "api: customer cancel sent to the saga")
-	}
-	v := viewOf(r)
-	v.CancelRequested = true
-	return jsonResponse(http.StatusAccepted, v), nil
-}
-
-func notReady() *Error {
-	return &Error{Status: http.StatusConflict, Code: "not_ready",
-		Message: "the reservation is still being set up and cannot be canceled yet; retry shortly", RetryAfter: 1}
-}
-
-// taskGone reports whether Step Functions says the task token no longer waits.
-func taskGone(err error) bool {
-	var (
-		timedOut *sfntypes.TaskTimedOut
-		missing  *sfntypes.TaskDoesNotExist
-		invalid  *sfntypes.InvalidToken
-	)
-	return errors.As(err, &timedOut) || errors.As(err, &missing) || errors.As(err, &invalid)
 }
 
 func quoteAll(ss []string) []string {

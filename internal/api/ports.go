@@ -18,11 +18,18 @@ type StepFunctions interface {
 	SendTaskFailure(ctx context.Context, in *sfn.SendTaskFailureInput, optFns ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error)
 }
 
-// ReservationReader reads a reservation by id. It returns an error matching
-// *reservation.NotFound when no reservation has the id (the Claim step has not written it yet,
-// or the buyer lost the race and nothing was ever written).
-type ReservationReader interface {
+// ReservationStore reads reservations and records a customer's cancel. *inventory.Store
+// satisfies it.
+type ReservationStore interface {
+	// Get returns an error matching *reservation.NotFound when no reservation has the id (the
+	// Claim step has not written it yet, or the buyer lost the race and nothing was ever
+	// written).
 	Get(ctx context.Context, reservationID string) (reservation.Reservation, error)
+	// Cancel records reservation.Reservation.Cancel in a write fenced by g that bumps the
+	// version. When the cancel is already recorded it writes nothing and returns the stored
+	// reservation. It is refused with *reservation.GuardFailed once the seats are CONFIRMED
+	// and with *reservation.StaleVersion when g is not the stored version.
+	Cancel(ctx context.Context, reservationID string, g reservation.Guard) (reservation.Reservation, error)
 }
 
 // SeatCatalog answers the admission pre-check from an eventually consistent read of the Seats

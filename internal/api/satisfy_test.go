@@ -10,9 +10,9 @@ import (
 
 // The real adapters satisfy the handler's narrow interfaces.
 var (
-	_ StepFunctions     = (*sfn.Client)(nil)
-	_ ReservationReader = (*inventory.Store)(nil)
-	_ SeatCatalog       = (*DynamoCatalog)(nil)
-	_ DynamoReader      = (*dynamodb.Client)(nil)
-	_ PaymentReader     = payment.Provider(nil)
+	_ StepFunctions    = (*sfn.Client)(nil)
+	_ ReservationStore = (*inventory.Store)(nil)
+	_ SeatCatalog      = (*DynamoCatalog)(nil)
+	_ DynamoReader     = (*dynamodb.Client)(nil)
+	_ PaymentReader    = payment.Provider(nil)
 )

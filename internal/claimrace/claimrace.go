@@ -27,7 +27,7 @@ import (
 
 // Claimer is what races: *inventory.Store in the product, anything else in tests.
 type Claimer interface {
-	Claim(ctx context.Context, req reservation.ClaimRequest) (inventory.ClaimResult, error)
+	Claim(ctx context.Context, req reservation.ClaimRequest) (reservation.Reservation, error)
 }
 
 // SeatCreator creates an event's priced seats (*inventory.Store).

@@ -100,7 +100,7 @@ func TestHSweeperReleasesHoldWithoutExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Clock.Set(res.Reservation.HoldExpiresAt.Add(config.DefaultSweepGrace + time.Second))
+	e.Clock.Set(res.HoldExpiresAt.Add(config.DefaultSweepGrace + time.Second))
 	sweep := hSweep(e)
 	if sweep.Released != 1 || sweep.ReconciliationBacklog != 0 {
 		t.Fatalf("sweep: %+v", sweep)

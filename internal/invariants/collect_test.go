@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 type fakeStore struct {
@@ -66,5 +69,46 @@ func TestCollectReportsSourceErrors(t *testing.T) {
 	}
 	if _, err := Collect(context.Background(), Sources{}); err == nil {
 		t.Fatal("missing sources accepted")
+	}
+}
+
+type fakeScanner []map[string]types.AttributeValue
+
+func (f fakeScanner) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return &dynamodb.ScanOutput{Items: f}, nil
+}
+
+// The snapshot must carry the customer's cancel from the reservation item's customerCanceled
+// BOOL, or no-charge-for-acknowledged-cancel would judge nothing against the real stack.
+func TestDynamoDBReservationsCarryTheCustomerCancel(t *testing.T) {
+	item := func(id string, extra map[string]types.AttributeValue) map[string]types.AttributeValue {
+		m := map[string]types.AttributeValue{
+			"reservationId":  &types.AttributeValueMemberS{Value: id},
+			"eventId":        &types.AttributeValueMemberS{Value: "e1"},
+			"inventoryState": &types.AttributeValueMemberS{Value: Released},
+			"paymentState":   &types.AttributeValueMemberS{Value: "CANCELED"},
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	store := DynamoDB{Client: fakeScanner{
+		item("canceled", map[string]types.AttributeValue{"customerCanceled": &types.AttributeValueMemberBOOL{Value: true}}),
+		item("cleared", map[string]types.AttributeValue{"customerCanceled": &types.AttributeValueMemberBOOL{Value: false}}),
+		item("absent", nil),
+	}}
+	res, err := store.Reservations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"canceled": true, "cleared": false, "absent": false}
+	if len(res) != len(want) {
+		t.Fatalf("%d reservations, want %d", len(res), len(want))
+	}
+	for _, r := range res {
+		if r.CustomerCanceled != want[r.ID] {
+			t.Errorf("reservation %s CustomerCanceled=%v, want %v", r.ID, r.CustomerCanceled, want[r.ID])
+		}
 	}
 }

@@ -455,12 +455,13 @@ func checkPublications(s Snapshot, add addFunc) {
 	}
 }
 
-// atRest reports whether the money rules may judge r as settled. It is the exemption the
-// capture rules have always granted: only the reconciliation backlog, where the provider's
-// outcome is unknown and the reconciler will settle it. A running execution outside the
-// backlog gets none, because execution-finished-or-backlogged already reports it; a live hold
-// needs none, because capture follows confirmation, so no hold may carry captured money.
-func atRest(r Reservation) bool { return !r.InReconciliation }
+// atRest reports whether r must have settled, as the other rules judge it: it is outside the
+// reconciliation backlog, where the provider's outcome is unknown and the reconciler settles it,
+// and it is not a live hold (see live), whose buyer may still be paying. A running execution
+// outside the backlog gets no exemption, because execution-finished-or-backlogged reports it.
+func atRest(r Reservation, now time.Time) bool {
+	return !r.InReconciliation && (r.State == Confirmed || !live(r, now))
+}
 
 // money is what the provider's ledger holds for one reservation, summed over its
 // PaymentIntents.
@@ -575,12 +576,11 @@ func checkCapturesMatchSeatPrices(s Snapshot, res map[string]Reservation, seats 
 	}
 }
 
-// checkAcknowledgedCancels holds every recorded customer cancel to a net capture of 0. The other
-// money rules cannot see this promise: a cancel that was confirmed and charged anyway satisfies
-// each of them.
+// checkAcknowledgedCancels holds every recorded customer cancel to a net capture of 0. Without it
+// a cancel that was confirmed and charged anyway would satisfy every other rule.
 func checkAcknowledgedCancels(s Snapshot, ledger map[string]money, add addFunc) {
 	for _, r := range s.Reservations {
-		if !r.CustomerCanceled || !atRest(r) {
+		if !r.CustomerCanceled || !atRest(r, s.Now) {
 			continue
 		}
 		if m := ledger[r.ID]; m.net() != 0 {
@@ -591,12 +591,13 @@ func checkAcknowledgedCancels(s Snapshot, ledger map[string]money, add addFunc) 
 }
 
 // checkConfirmedExactlyWhenCaptured states, per reservation, that CONFIRMED seats and captured
-// money go together. It overlaps the per-reservation halves of capture-belongs-to-confirmed and
-// sold-equals-net-captured on purpose, so that the equivalence is one rule; it adds the payment
-// state, which neither of them reads.
+// money go together. It overlaps capture-belongs-to-confirmed and the per-reservation checks of
+// sold-equals-net-captured on purpose, so that the equivalence reads as one rule; it adds the
+// payment state, which neither of them reads. The sale-wide count, captures without a
+// reservation and seat prices stay with those rules.
 func checkConfirmedExactlyWhenCaptured(s Snapshot, ledger map[string]money, add addFunc) {
 	for _, r := range s.Reservations {
-		if !atRest(r) {
+		if !atRest(r, s.Now) {
 			continue
 		}
 		net := ledger[r.ID].net()

@@ -285,6 +285,94 @@ func TestExpiredHoldReclaimedIsNotDoubleOwner(t *testing.T) {
 	}
 }
 
+// Each fixture either keeps or breaks the promise that an acknowledged cancel is never charged,
+// so the test fails whether the rule stays silent on a charge or fires on a clean cancel.
+func TestAcknowledgedCancelIsNeverChargedNetOfRefunds(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(s *Snapshot)
+		broken bool
+	}{
+		{name: "captured late and refunded in full", change: func(*Snapshot) {}},
+		{name: "voided before any capture", change: func(s *Snapshot) {
+			s.Payments[5].Status, s.Payments[5].Captured, s.Payments[5].Refunded = "canceled", 0, 0
+			s.Reservations[5].PaymentState = "CANCELED"
+		}},
+		{name: "refund still outstanding while the reservation is in the reconciliation backlog", change: func(s *Snapshot) {
+			s.Payments[5].Refunded = 0
+			s.Reservations[5].PaymentState, s.Reservations[5].InReconciliation = "REFUND_PENDING", true
+		}},
+		{name: "captured on a hold whose deadline is still ahead, not judged yet", change: func(s *Snapshot) {
+			s.Payments[5].Refunded = 0
+			s.Reservations[5].State, s.Reservations[5].HoldExpiresAt = Held, now.Add(time.Minute)
+		}},
+		{name: "captured and never refunded", broken: true, change: func(s *Snapshot) {
+			s.Payments[5].Refunded = 0
+		}},
+		{name: "captured on a hold whose deadline has passed", broken: true, change: func(s *Snapshot) {
+			s.Payments[5].Refunded = 0
+			s.Reservations[5].State, s.Reservations[5].HoldExpiresAt = Held, now.Add(-time.Minute)
+		}},
+		{name: "refunded in part", broken: true, change: func(s *Snapshot) {
+			s.Payments[5].Refunded = 999
+		}},
+		{name: "confirmed despite the cancel and charged", broken: true, change: func(s *Snapshot) {
+			s.Reservations[0].CustomerCanceled = true
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthy()
+			tc.change(&s)
+			if v := Check(s); v.Broken(RuleNoChargeForAcknowledgedCancel) != tc.broken {
+				t.Fatalf("rule %s broken=%v, want %v; verdict:\n%s", RuleNoChargeForAcknowledgedCancel, !tc.broken, tc.broken, v)
+			}
+		})
+	}
+}
+
+// Each fixture either keeps or breaks the per-reservation equivalence between CONFIRMED seats and
+// captured money, in both directions.
+func TestSeatsAreConfirmedExactlyWhenMoneyIsCaptured(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(s *Snapshot)
+		broken bool
+	}{
+		{name: "confirmed, paid and captured in full; released ones refunded or voided", change: func(*Snapshot) {}},
+		{name: "confirmed in the reconciliation backlog with the capture still unknown", change: func(s *Snapshot) {
+			s.Reservations[4].State = Confirmed
+			s.Seats[4].State = Confirmed
+		}},
+		{name: "confirmed but never captured", broken: true, change: func(s *Snapshot) {
+			s.Payments[0].Status, s.Payments[0].Captured = PIRequiresCapture, 0
+			s.Reservations[0].PaymentState = "AUTHORIZED"
+		}},
+		{name: "confirmed and captured for less than the amount", broken: true, change: func(s *Snapshot) {
+			s.Payments[0].Refunded = 1
+		}},
+		{name: "confirmed and captured but the payment state is not PAID", broken: true, change: func(s *Snapshot) {
+			s.Reservations[0].PaymentState = "CAPTURE_PENDING"
+		}},
+		{name: "released and still keeping captured money", broken: true, change: func(s *Snapshot) {
+			s.Payments[3].Refunded = 0
+		}},
+		{name: "captured on a hold whose deadline has passed", broken: true, change: func(s *Snapshot) {
+			s.Payments[3].Refunded = 0
+			s.Reservations[3].State = PaymentPending
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthy()
+			tc.change(&s)
+			if v := Check(s); v.Broken(RuleConfirmedExactlyWhenCaptured) != tc.broken {
+				t.Fatalf("rule %s broken=%v, want %v; verdict:\n%s", RuleConfirmedExactlyWhenCaptured, !tc.broken, tc.broken, v)
+			}
+		})
+	}
+}
+
 func TestByRuleListsEveryRule(t *testing.T) {
 	v := Check(healthy())
 	if got := len(v.ByRule()); got != len(Rules) {

@@ -24,16 +24,23 @@ type ClaimResult struct {
 	Attempts    int
 }
 
-// Claim holds req's seats for a new reservation in one transaction: a conditional update per
-// seat (AVAILABLE, or HELD past its deadline; never PAYMENT_PENDING or CONFIRMED), the
-// reservation put (only if its id is new) and the SeatsHeld outbox record. All or nothing.
+// Claim holds req's seats for a new reservation (ClaimDetailed without the details); a replay
+// with the same idempotency key returns the reservation it created.
+func (st *Store) Claim(ctx context.Context, req reservation.ClaimRequest) (reservation.Reservation, error) {
+	res, err := st.ClaimDetailed(ctx, req)
+	return res.Reservation, err
+}
+
+// ClaimDetailed holds req's seats for a new reservation in one transaction: a conditional
+// update per seat (AVAILABLE, or HELD past its deadline; never PAYMENT_PENDING or CONFIRMED),
+// the reservation put (only if its id is new) and the SeatsHeld outbox record. All or nothing.
 //
 // Errors, returned unwrapped so callers and the state machine can route on them:
 // *reservation.ValidationError (bad input, unknown event or seat; nothing written),
 // *reservation.SeatUnavailable (definitive: do not retry), *reservation.IdempotencyConflict
 // (the reservation id was used for a different request). A replay of the same request returns
 // the stored reservation with Replayed set.
-func (st *Store) Claim(ctx context.Context, req reservation.ClaimRequest) (ClaimResult, error) {
+func (st *Store) ClaimDetailed(ctx context.Context, req reservation.ClaimRequest) (ClaimResult, error) {
 	res, err := st.claim(ctx, req)
 	outcome := "won"
 	var (
@@ -153,7 +160,7 @@ func (st *Store) claimItems(r reservation.Reservation) ([]types.TransactWriteIte
 		ExpressionAttributeNames:            map[string]string{"#id": tables.AttrReservationID},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureNone,
 	}})
-	ob, _, err := st.outboxPut(outbox.SeatsHeld, r, "")
+	ob, err := st.outboxPut(outbox.SeatsHeld, r, "", false)
 	if err != nil {
 		return nil, err
 	}

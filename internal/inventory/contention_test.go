@@ -113,7 +113,7 @@ type naiveClaimer struct {
 	now   func() time.Time
 }
 
-func (c naiveClaimer) Claim(ctx context.Context, req reservation.ClaimRequest) (inventory.ClaimResult, error) {
+func (c naiveClaimer) Claim(ctx context.Context, req reservation.ClaimRequest) (reservation.Reservation, error) {
 	now := c.now()
 	for _, sid := range req.SeatIDs {
 		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{
@@ -121,15 +121,15 @@ func (c naiveClaimer) Claim(ctx context.Context, req reservation.ClaimRequest) (
 			Key: map[string]types.AttributeValue{tables.AttrSeatKey: &types.AttributeValueMemberS{Value: reservation.SeatKey(req.EventID, sid)}},
 		})
 		if err != nil {
-			return inventory.ClaimResult{}, err
+			return reservation.Reservation{}, err
 		}
 		if st, ok := out.Item["state"].(*types.AttributeValueMemberS); !ok || st.Value != string(reservation.Available) {
-			return inventory.ClaimResult{}, &reservation.SeatUnavailable{EventID: req.EventID, SeatIDs: []string{sid}}
+			return reservation.Reservation{}, &reservation.SeatUnavailable{EventID: req.EventID, SeatIDs: []string{sid}}
 		}
 	}
 	r, err := reservation.NewReservation(req, reservation.DefaultLimits(), now)
 	if err != nil {
-		return inventory.ClaimResult{}, err
+		return reservation.Reservation{}, err
 	}
 	for _, sid := range req.SeatIDs {
 		_, err := c.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(c.names.Of(tables.SeatsTable)), Item: map[string]types.AttributeValue{
@@ -138,7 +138,7 @@ func (c naiveClaimer) Claim(ctx context.Context, req reservation.ClaimRequest) (
 			"state": &types.AttributeValueMemberS{Value: string(reservation.Held)}, tables.AttrReservationID: &types.AttributeValueMemberS{Value: r.ID},
 		}})
 		if err != nil {
-			return inventory.ClaimResult{}, err
+			return reservation.Reservation{}, err
 		}
 	}
 	seats := make([]types.AttributeValue, len(r.SeatIDs))
@@ -149,7 +149,7 @@ func (c naiveClaimer) Claim(ctx context.Context, req reservation.ClaimRequest) (
 		tables.AttrReservationID: &types.AttributeValueMemberS{Value: r.ID}, tables.AttrEventID: &types.AttributeValueMemberS{Value: r.EventID},
 		"inventoryState": &types.AttributeValueMemberS{Value: string(r.Inventory)}, "seatIds": &types.AttributeValueMemberL{Value: seats},
 	}})
-	return inventory.ClaimResult{Reservation: r}, err
+	return r, err
 }
 
 // The control: the same harness and audit, with the naive claim, must find double bookings.

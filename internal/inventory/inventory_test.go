@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ func TestClaimWritesSeatsReservationAndEvent(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.seats(t, "show", "A1", "A2", "A3")
-	res, err := f.store.Claim(ctx, request("r1", "show", "A1", "A2"))
+	res, err := f.store.ClaimDetailed(ctx, request("r1", "show", "A1", "A2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +169,12 @@ func TestClaimIsIdempotent(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.seats(t, "show", "A1", "A2", "A3")
-	first, err := f.store.Claim(ctx, request("r1", "show", "A1", "A2"))
+	first, err := f.store.ClaimDetailed(ctx, request("r1", "show", "A1", "A2"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(time.Minute)
-	again, err := f.store.Claim(ctx, request("r1", "show", "A2", "A1"))
+	again, err := f.store.ClaimDetailed(ctx, request("r1", "show", "A2", "A1"))
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -315,13 +316,21 @@ func TestBadInputWritesNothing(t *testing.T) {
 	}
 }
 
+// pay performs a payment event on r's stored payment state through the port.
+func (f *fixture) pay(t testing.TB, r reservation.Reservation, ev reservation.PaymentEvent, u reservation.PaymentUpdate) reservation.Reservation {
+	t.Helper()
+	u.ReservationID, u.Guard, u.Event, u.From = r.ID, reservation.GuardOf(r), ev, r.Payment
+	return must[reservation.Reservation](t)(f.store.UpdatePayment(context.Background(), u))
+}
+
 func TestExpiredHoldReclaim(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.seats(t, "show", "A1", "B1")
-	old := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("old", "show", "A1")))
-	pending := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("pending", "show", "B1")))
-	pendingRes := must[reservation.Reservation](t)(f.store.MarkPaymentPending(ctx, "pending", reservation.GuardOf(pending.Reservation), inventory.PaymentDetails{}))
+	f.seats(t, "show", "A1", "B1", "C1")
+	old := must[reservation.Reservation](t)(f.store.Claim(ctx, request("old", "show", "A1")))
+	lapsed := must[reservation.Reservation](t)(f.store.Claim(ctx, request("lapsed", "show", "C1")))
+	pending := must[reservation.Reservation](t)(f.store.Claim(ctx, request("pending", "show", "B1")))
+	pending = must[reservation.Reservation](t)(f.store.StartPayment(ctx, "pending", reservation.GuardOf(pending)))
 
 	// Before the deadline neither seat is claimable.
 	f.clock.Advance(10*time.Minute - time.Nanosecond)
@@ -329,9 +338,12 @@ func TestExpiredHoldReclaim(t *testing.T) {
 	if _, err := f.store.Claim(ctx, request("early", "show", "A1")); !errors.As(err, &su) {
 		t.Fatalf("live hold claimed: %v", err)
 	}
-	// At the deadline the HELD seat is claimable; the PAYMENT_PENDING one never is.
+	// At the deadline the HELD seats are claimable; the PAYMENT_PENDING one never is.
 	f.clock.Advance(time.Nanosecond)
 	if _, err := f.store.Claim(ctx, request("new", "show", "A1")); err != nil {
+		t.Fatalf("expired hold not claimable: %v", err)
+	}
+	if _, err := f.store.Claim(ctx, request("new2", "show", "C1")); err != nil {
 		t.Fatalf("expired hold not claimable: %v", err)
 	}
 	f.clock.Advance(time.Hour)
@@ -345,35 +357,32 @@ func TestExpiredHoldReclaim(t *testing.T) {
 		t.Fatalf("pending seat %+v", s)
 	}
 
-	// The old owner's later moves fail cleanly and change nothing.
-	oldRes := old.Reservation
-	if _, err := f.store.MarkPaymentPending(ctx, "old", reservation.GuardOf(oldRes), inventory.PaymentDetails{}); !errors.As(err, new(*reservation.HoldExpired)) {
+	// The old owner cannot start paying, and its release retires it without touching the seat
+	// it lost.
+	if _, err := f.store.StartPayment(ctx, "old", reservation.GuardOf(old)); !errors.As(err, new(*reservation.HoldExpired)) {
 		t.Fatalf("old owner's payment start: %v", err)
 	}
-	_, err := f.store.Release(ctx, "old", reservation.Held, reservation.GuardOf(oldRes), "customer cancelled")
-	var no *reservation.NotOwner
-	if !errors.As(err, &no) {
-		t.Fatalf("old owner's release: want *NotOwner, got %v", err)
+	released := must[reservation.Reservation](t)(f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: "old",
+		Guard: reservation.GuardOf(old), Reason: "customer cancelled"}))
+	if released.Inventory != reservation.Released || released.Outcome != reservation.OutcomeReleased {
+		t.Fatalf("released %+v", released)
+	}
+	if s := f.seat(t, "show", "A1"); s.ReservationID != "new" || s.State != reservation.Held {
+		t.Fatalf("old owner's release touched the reclaimed seat: %+v", s)
 	}
 	// Confirm needs PAYMENT_PENDING; force the question with a reservation that got that far:
 	// its hold has expired, so Confirm refuses even with an authorized payment.
-	authorizing := must[reservation.Reservation](t)(f.store.SetPaymentState(ctx, "pending", reservation.StartAuthorization, reservation.NotStarted, reservation.GuardOf(pendingRes), inventory.PaymentDetails{PaymentIntentID: "pi_1"}))
-	authorized := must[reservation.Reservation](t)(f.store.SetPaymentState(ctx, "pending", reservation.AuthorizationOK, reservation.Authorizing, reservation.GuardOf(authorizing), inventory.PaymentDetails{}))
+	authorizing := f.pay(t, pending, reservation.StartAuthorization, reservation.PaymentUpdate{PaymentIntentID: "pi_1"})
+	authorized := f.pay(t, authorizing, reservation.AuthorizationOK, reservation.PaymentUpdate{})
 	if _, err := f.store.Confirm(ctx, "pending", reservation.GuardOf(authorized)); !errors.As(err, new(*reservation.HoldExpired)) {
 		t.Fatalf("confirm after deadline: want *HoldExpired, got %v", err)
 	}
-	if s := f.seat(t, "show", "A1"); s.ReservationID != "new" || s.State != reservation.Held {
-		t.Fatalf("old owner's moves touched the reclaimed seat: %+v", s)
-	}
-	if r := must[reservation.Reservation](t)(f.store.Get(ctx, "old")); r.Version != 1 || r.Inventory != reservation.Held {
-		t.Fatalf("old reservation changed: %+v", r)
-	}
-	// The sweeper retires the old reservation without touching the seat it lost.
-	expired := must[reservation.Reservation](t)(f.store.Expire(ctx, "old", reservation.Held, reservation.GuardOf(oldRes)))
+	// The sweeper retires the other lapsed hold the same way.
+	expired := must[reservation.Reservation](t)(f.store.Expire(ctx, "lapsed", reservation.Held, reservation.GuardOf(lapsed)))
 	if expired.Inventory != reservation.Released || expired.Outcome != reservation.OutcomeExpired {
 		t.Fatalf("expired %+v", expired)
 	}
-	if s := f.seat(t, "show", "A1"); s.ReservationID != "new" {
+	if s := f.seat(t, "show", "C1"); s.ReservationID != "new2" || s.State != reservation.Held {
 		t.Fatalf("expiry freed someone else's seat: %+v", s)
 	}
 }
@@ -382,22 +391,24 @@ func TestFullLifecycleWritesAnEventPerChange(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.seats(t, "show", "A1", "A2")
-	r := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("r1", "show", "A1", "A2"))).Reservation
-	r = must[reservation.Reservation](t)(f.store.MarkPaymentPending(ctx, r.ID, reservation.GuardOf(r), inventory.PaymentDetails{TaskToken: "tok", ExecutionARN: "arn:exec"}))
-	r = must[reservation.Reservation](t)(f.store.SetPaymentState(ctx, r.ID, reservation.StartAuthorization, reservation.NotStarted, reservation.GuardOf(r), inventory.PaymentDetails{PaymentIntentID: "pi_1"}))
-	r = must[reservation.Reservation](t)(f.store.SetPaymentState(ctx, r.ID, reservation.AuthorizationOK, reservation.Authorizing, reservation.GuardOf(r), inventory.PaymentDetails{CaptureBefore: t0.Add(7 * 24 * time.Hour)}))
+	r := must[reservation.Reservation](t)(f.store.Claim(ctx, request("r1", "show", "A1", "A2")))
+	r = must[reservation.Reservation](t)(f.store.StartPayment(ctx, r.ID, reservation.GuardOf(r)))
+	r = must[reservation.Reservation](t)(f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: r.ID,
+		Guard: reservation.GuardOf(r), TaskToken: "tok"}))
+	r = f.pay(t, r, reservation.StartAuthorization, reservation.PaymentUpdate{PaymentIntentID: "pi_1"})
+	r = f.pay(t, r, reservation.AuthorizationOK, reservation.PaymentUpdate{CaptureBefore: t0.Add(7 * 24 * time.Hour)})
 	stale := r
 	r = must[reservation.Reservation](t)(f.store.Confirm(ctx, r.ID, reservation.GuardOf(r)))
 	// A replay of the confirm with the old version changes nothing.
 	if _, err := f.store.Confirm(ctx, r.ID, reservation.GuardOf(stale)); !errors.As(err, new(*reservation.StaleVersion)) {
 		t.Fatalf("stale confirm: %v", err)
 	}
-	r = must[reservation.Reservation](t)(f.store.SetPaymentState(ctx, r.ID, reservation.RequestCapture, reservation.Authorized, reservation.GuardOf(r), inventory.PaymentDetails{}))
-	r = must[reservation.Reservation](t)(f.store.SetPaymentState(ctx, r.ID, reservation.CaptureOK, reservation.CapturePending, reservation.GuardOf(r), inventory.PaymentDetails{}))
+	r = f.pay(t, r, reservation.RequestCapture, reservation.PaymentUpdate{})
+	r = f.pay(t, r, reservation.CaptureOK, reservation.PaymentUpdate{})
 
 	got := must[reservation.Reservation](t)(f.store.Get(ctx, "r1"))
 	if got.Inventory != reservation.Confirmed || got.Payment != reservation.Paid || got.Version != 7 ||
-		got.PaymentIntentID != "pi_1" || got.TaskToken != "tok" || got.ExecutionARN != "arn:exec" || got.Outcome != reservation.OutcomeConfirmed ||
+		got.PaymentIntentID != "pi_1" || got.TaskToken != "tok" || got.Outcome != reservation.OutcomeConfirmed ||
 		!got.CaptureBefore.Equal(t0.Add(7*24*time.Hour)) {
 		t.Fatalf("final reservation %+v", got)
 	}
@@ -430,32 +441,31 @@ func TestStaleAndForeignReleaseChangeNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.seats(t, "show", "A1")
-	r := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("r1", "show", "A1"))).Reservation
+	r := must[reservation.Reservation](t)(f.store.Claim(ctx, request("r1", "show", "A1")))
 	cases := []struct {
 		name  string
 		guard reservation.Guard
-		from  reservation.InventoryState
 		want  any
 	}{
-		{"stale version", reservation.Guard{Owner: "r1", Version: 0}, reservation.Held, new(*reservation.StaleVersion)},
-		{"foreign owner", reservation.Guard{Owner: "r2", Version: 1}, reservation.Held, new(*reservation.NotOwner)},
-		{"wrong prior state", reservation.GuardOf(r), reservation.PaymentPending, new(*reservation.UnexpectedState)},
+		{"stale version", reservation.Guard{Owner: "r1", Version: 0}, new(*reservation.StaleVersion)},
+		{"foreign owner", reservation.Guard{Owner: "r2", Version: 1}, new(*reservation.NotOwner)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := f.store.Release(ctx, "r1", c.from, c.guard, "test")
+			_, err := f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: "r1", Guard: c.guard, Reason: "test"})
 			if err == nil || !errors.As(err, c.want) {
 				t.Fatalf("want %T, got %v", c.want, err)
 			}
 		})
 	}
-	if _, err := f.store.Release(ctx, "missing", reservation.Held, reservation.Guard{Owner: "missing", Version: 1}, ""); !errors.As(err, new(*reservation.NotFound)) {
+	if _, err := f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: "missing", Guard: reservation.Guard{Owner: "missing", Version: 1}}); !errors.As(err, new(*reservation.NotFound)) {
 		t.Fatalf("release of a missing reservation: %v", err)
 	}
 	if s := f.seat(t, "show", "A1"); s.State != reservation.Held || s.ReservationID != "r1" {
 		t.Fatalf("refused releases touched the seat: %+v", s)
 	}
-	released := must[reservation.Reservation](t)(f.store.Release(ctx, "r1", reservation.Held, reservation.GuardOf(r), "customer cancelled"))
+	released := must[reservation.Reservation](t)(f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: "r1",
+		Guard: reservation.GuardOf(r), Reason: "customer cancelled"}))
 	if released.Inventory != reservation.Released || released.Version != 2 {
 		t.Fatalf("released %+v", released)
 	}
@@ -463,7 +473,7 @@ func TestStaleAndForeignReleaseChangeNothing(t *testing.T) {
 		t.Fatalf("released seat %+v", s)
 	}
 	// Released twice: the second is stale.
-	if _, err := f.store.Release(ctx, "r1", reservation.Held, reservation.GuardOf(r), "again"); !errors.As(err, new(*reservation.StaleVersion)) {
+	if _, err := f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: "r1", Guard: reservation.GuardOf(r), Reason: "again"}); !errors.As(err, new(*reservation.StaleVersion)) {
 		t.Fatalf("second release: %v", err)
 	}
 	if n := f.count(t, tables.OutboxTable); n != 2 {
@@ -475,15 +485,15 @@ func TestLateSuccessReacquire(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.seats(t, "show", "A1", "A2")
-	step := func(r reservation.Reservation, ev reservation.PaymentEvent, from reservation.PaymentState) reservation.Reservation {
-		return must[reservation.Reservation](t)(f.store.SetPaymentState(ctx, r.ID, ev, from, reservation.GuardOf(r), inventory.PaymentDetails{}))
+	step := func(r reservation.Reservation, ev reservation.PaymentEvent) reservation.Reservation {
+		return f.pay(t, r, ev, reservation.PaymentUpdate{})
 	}
 	// r1: payment outcome unknown at the deadline, expired by the sweeper, seat still free:
 	// reconciliation finds it authorized and the seat is reacquired.
-	r1 := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("r1", "show", "A1"))).Reservation
-	r1 = must[reservation.Reservation](t)(f.store.MarkPaymentPending(ctx, "r1", reservation.GuardOf(r1), inventory.PaymentDetails{}))
-	r1 = step(r1, reservation.StartAuthorization, reservation.NotStarted)
-	r1 = step(r1, reservation.OutcomeUnknown, reservation.Authorizing)
+	r1 := must[reservation.Reservation](t)(f.store.Claim(ctx, request("r1", "show", "A1")))
+	r1 = must[reservation.Reservation](t)(f.store.StartPayment(ctx, "r1", reservation.GuardOf(r1)))
+	r1 = step(r1, reservation.StartAuthorization)
+	r1 = step(r1, reservation.OutcomeUnknown)
 	recon := must[[]reservation.Reservation](t)(f.store.NeedingReconciliation(ctx, t0.Add(time.Second), 0))
 	if len(recon) != 1 || recon[0].ID != "r1" {
 		t.Fatalf("reconciliation index: %+v", recon)
@@ -492,11 +502,11 @@ func TestLateSuccessReacquire(t *testing.T) {
 	if _, err := f.store.Expire(ctx, "r1", reservation.PaymentPending, reservation.GuardOf(r1)); !errors.As(err, new(*reservation.GuardFailed)) {
 		t.Fatalf("expired while payment unknown: %v", err)
 	}
-	r1 = step(r1, reservation.AuthorizationOK, reservation.UnknownNeedsReconciliation)
+	r1 = step(r1, reservation.AuthorizationOK)
 	if recon := must[[]reservation.Reservation](t)(f.store.NeedingReconciliation(ctx, t0.Add(time.Hour), 0)); len(recon) != 0 {
 		t.Fatalf("reconciled reservation still on the index: %+v", recon)
 	}
-	r1 = must[reservation.Reservation](t)(f.store.Reacquire(ctx, "r1", reservation.PaymentPending, reservation.GuardOf(r1)))
+	r1 = must[reservation.Reservation](t)(f.store.Reacquire(ctx, "r1", reservation.GuardOf(r1)))
 	if r1.Inventory != reservation.Confirmed || r1.Outcome != reservation.OutcomeConfirmedLate {
 		t.Fatalf("reacquired %+v", r1)
 	}
@@ -506,17 +516,17 @@ func TestLateSuccessReacquire(t *testing.T) {
 
 	// r2: hold expired and released, seat sold to someone else meanwhile: reacquire fails with
 	// SeatUnavailable and changes nothing.
-	r2 := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("r2", "show", "A2"))).Reservation
-	r2 = must[reservation.Reservation](t)(f.store.MarkPaymentPending(ctx, "r2", reservation.GuardOf(r2), inventory.PaymentDetails{}))
-	r2 = step(r2, reservation.StartAuthorization, reservation.NotStarted)
+	r2 := must[reservation.Reservation](t)(f.store.Claim(ctx, request("r2", "show", "A2")))
+	r2 = must[reservation.Reservation](t)(f.store.StartPayment(ctx, "r2", reservation.GuardOf(r2)))
+	r2 = step(r2, reservation.StartAuthorization)
 	f.clock.Advance(11 * time.Minute)
 	r2 = must[reservation.Reservation](t)(f.store.Expire(ctx, "r2", reservation.PaymentPending, reservation.GuardOf(r2)))
 	if _, err := f.store.Claim(ctx, request("r3", "show", "A2")); err != nil {
 		t.Fatal(err)
 	}
-	r2 = step(r2, reservation.AuthorizationOK, reservation.Authorizing)
+	r2 = step(r2, reservation.AuthorizationOK)
 	var su *reservation.SeatUnavailable
-	if _, err := f.store.Reacquire(ctx, "r2", reservation.Released, reservation.GuardOf(r2)); !errors.As(err, &su) || su.SeatIDs[0] != "A2" {
+	if _, err := f.store.Reacquire(ctx, "r2", reservation.GuardOf(r2)); !errors.As(err, &su) || su.SeatIDs[0] != "A2" {
 		t.Fatalf("reacquire of a sold seat: want *SeatUnavailable, got %v", err)
 	}
 	if s := f.seat(t, "show", "A2"); s.ReservationID != "r3" || s.State != reservation.Held {
@@ -527,31 +537,14 @@ func TestLateSuccessReacquire(t *testing.T) {
 	}
 }
 
-func TestUpdateDetailsKeepsVersion(t *testing.T) {
+// TestCountersOnlyGrowAndSurviveTransitions checks that refused voids and failed refunds are
+// recorded by detail-only updates without a version bump, never go back, and survive the next
+// transitions' whole-item writes together with the refund id and the customer's cancel.
+func TestCountersOnlyGrowAndSurviveTransitions(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.seats(t, "show", "A1")
-	r := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("r1", "show", "A1"))).Reservation
-	got := must[reservation.Reservation](t)(f.store.UpdateDetails(ctx, "r1", reservation.GuardOf(r), inventory.PaymentDetails{ExecutionARN: "arn:x"}))
-	if got.Version != 1 || got.ExecutionARN != "arn:x" {
-		t.Fatalf("%+v", got)
-	}
-	if _, err := f.store.UpdateDetails(ctx, "r1", reservation.Guard{Owner: "r1", Version: 9}, inventory.PaymentDetails{TaskToken: "t"}); !errors.As(err, new(*reservation.StaleVersion)) {
-		t.Fatalf("stale details update: %v", err)
-	}
-	if stored := must[reservation.Reservation](t)(f.store.Get(ctx, "r1")); stored.ExecutionARN != "arn:x" || stored.TaskToken != "" {
-		t.Fatalf("stored %+v", stored)
-	}
-}
-
-// TestCancelAttemptsOnlyGrow checks that refused cancels (and the customer's cancel) are
-// recorded without a version bump, survive the next transition's whole-item write, and never
-// go back.
-func TestCancelAttemptsOnlyGrow(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	f.seats(t, "show", "A1")
-	r := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request("r1", "show", "A1"))).Reservation
+	r := must[reservation.Reservation](t)(f.store.Claim(ctx, request("r1", "show", "A1")))
 	steps := []struct {
 		name     string
 		attempts int
@@ -563,19 +556,142 @@ func TestCancelAttemptsOnlyGrow(t *testing.T) {
 		{"nothing to record", 0, 2},
 	}
 	for _, s := range steps {
-		got := must[reservation.Reservation](t)(f.store.UpdateDetails(ctx, "r1", reservation.GuardOf(r), inventory.PaymentDetails{CancelAttempts: s.attempts}))
-		if got.CancelAttempts != s.want || got.Version != r.Version {
-			t.Fatalf("%s: CancelAttempts %d version %d, want %d version %d", s.name, got.CancelAttempts, got.Version, s.want, r.Version)
+		got := must[reservation.Reservation](t)(f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: "r1",
+			Guard: reservation.GuardOf(r), CancelAttempts: s.attempts, RefundAttempts: s.attempts}))
+		if got.CancelAttempts != s.want || got.RefundAttempts != s.want || got.Version != r.Version {
+			t.Fatalf("%s: CancelAttempts %d RefundAttempts %d version %d, want %d version %d", s.name,
+				got.CancelAttempts, got.RefundAttempts, got.Version, s.want, r.Version)
 		}
 	}
-	// The customer's cancel is recorded the same way and never cleared.
-	got := must[reservation.Reservation](t)(f.store.UpdateDetails(ctx, "r1", reservation.GuardOf(r), inventory.PaymentDetails{CustomerCanceled: true}))
-	if !got.CustomerCanceled || got.Version != r.Version {
-		t.Fatalf("customer cancel: %+v", got)
+	must[reservation.Reservation](t)(f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: "r1",
+		Guard: reservation.GuardOf(r), RefundID: "re_1"}))
+	if n := f.count(t, tables.OutboxTable); n != 1 {
+		t.Fatalf("detail-only updates wrote %d outbox records beyond the claim's", n-1)
 	}
-	must[reservation.Reservation](t)(f.store.UpdateDetails(ctx, "r1", reservation.GuardOf(r), inventory.PaymentDetails{ExecutionARN: "arn:x"}))
-	r = must[reservation.Reservation](t)(f.store.Release(ctx, "r1", reservation.Held, reservation.GuardOf(r), "test"))
-	if stored := must[reservation.Reservation](t)(f.store.Get(ctx, "r1")); stored.CancelAttempts != 2 || !stored.CustomerCanceled || stored.Version != r.Version {
-		t.Fatalf("after a transition: %+v", stored)
+	r = must[reservation.Reservation](t)(f.store.Cancel(ctx, "r1", reservation.GuardOf(r)))
+	r = must[reservation.Reservation](t)(f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: "r1", Guard: reservation.GuardOf(r), Reason: "test"}))
+	stored := must[reservation.Reservation](t)(f.store.Get(ctx, "r1"))
+	if stored.CancelAttempts != 2 || stored.RefundAttempts != 2 || stored.RefundID != "re_1" || !stored.CustomerCanceled || stored.Version != r.Version {
+		t.Fatalf("after transitions: %+v", stored)
 	}
+}
+
+// TestNotCanceledIsInTheWriteCondition proves that Confirm, Reacquire and a capture request are
+// refused by DynamoDB itself once the customer cancelled, not only by the version fence: the
+// cancel flag is written behind the store's back, keeping version and revision, so only the
+// condition on customerCanceled can stop the write.
+func TestNotCanceledIsInTheWriteCondition(t *testing.T) {
+	ctx := context.Background()
+	// sneakCancel sets customerCanceled on the stored item without touching version or revision.
+	sneakCancel := func(t *testing.T, f *fixture, id string) {
+		t.Helper()
+		_, err := f.env.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(f.env.Names.Of(tables.ReservationsTable)),
+			Key:                       map[string]types.AttributeValue{tables.AttrReservationID: &types.AttributeValueMemberS{Value: id}},
+			UpdateExpression:          aws.String("SET customerCanceled = :t"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// authorized is r1 holding A1, PAYMENT_PENDING with its payment authorized.
+	authorized := func(t *testing.T, f *fixture) reservation.Reservation {
+		f.seats(t, "show", "A1")
+		r := must[reservation.Reservation](t)(f.store.Claim(ctx, request("r1", "show", "A1")))
+		r = must[reservation.Reservation](t)(f.store.StartPayment(ctx, "r1", reservation.GuardOf(r)))
+		r = f.pay(t, r, reservation.StartAuthorization, reservation.PaymentUpdate{PaymentIntentID: "pi_1"})
+		return f.pay(t, r, reservation.AuthorizationOK, reservation.PaymentUpdate{})
+	}
+	cases := []struct {
+		name string
+		// setup returns the reservation as the writer read it, before the sneaked cancel.
+		setup func(t *testing.T, f *fixture) reservation.Reservation
+		write func(f *fixture, r reservation.Reservation) error
+	}{
+		{name: "confirm", setup: authorized, write: func(f *fixture, r reservation.Reservation) error {
+			_, err := f.store.Confirm(ctx, r.ID, reservation.GuardOf(r))
+			return err
+		}},
+		{name: "reacquire", setup: func(t *testing.T, f *fixture) reservation.Reservation {
+			r := authorized(t, f)
+			f.clock.Advance(11 * time.Minute)
+			return r
+		}, write: func(f *fixture, r reservation.Reservation) error {
+			_, err := f.store.Reacquire(ctx, r.ID, reservation.GuardOf(r))
+			return err
+		}},
+		{name: "capture request", setup: func(t *testing.T, f *fixture) reservation.Reservation {
+			r := authorized(t, f)
+			return must[reservation.Reservation](t)(f.store.Confirm(ctx, r.ID, reservation.GuardOf(r)))
+		}, write: func(f *fixture, r reservation.Reservation) error {
+			_, err := f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+				Event: reservation.RequestCapture, From: reservation.Authorized})
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			r := tc.setup(t, f)
+			// The writer decides on what it read before the cancel landed: the domain lets the
+			// write through and only the condition can refuse it.
+			m := metrics.NewMemory()
+			writer, err := inventory.New(inventory.Config{Client: &staleReads{DynamoDB: f.env.Client, item: f.rawItem(t, r.ID)},
+				Names: f.env.Names, Now: f.clock.Now, Metrics: m, MaxAttempts: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sneakCancel(t, f, r.ID)
+			before := f.rawItem(t, r.ID)
+			seatBefore := f.seat(t, "show", "A1")
+			outboxBefore := f.count(t, tables.OutboxTable)
+			if err := tc.write(&fixture{env: f.env, store: writer, clock: f.clock}, r); err == nil {
+				t.Fatal("the write landed on a cancelled reservation")
+			}
+			if n := m.Total(inventory.MetricConditionalCheckFailed); n != 1 {
+				t.Fatalf("%d conditional check failures, want the write refused by its condition", n)
+			}
+			if after := f.rawItem(t, r.ID); !reflect.DeepEqual(after, before) {
+				t.Fatalf("reservation changed:\n before %v\n after  %v", before, after)
+			}
+			if s := f.seat(t, "show", "A1"); s != seatBefore {
+				t.Fatalf("seat changed: %+v -> %+v", seatBefore, s)
+			}
+			if n := f.count(t, tables.OutboxTable); n != outboxBefore {
+				t.Fatalf("%d outbox records written", n-outboxBefore)
+			}
+			// The same write from a store that reads the cancel is refused by the domain.
+			if err := tc.write(f, must[reservation.Reservation](t)(f.store.Get(ctx, r.ID))); !errors.As(err, new(*reservation.GuardFailed)) {
+				t.Fatalf("after reading the cancel: want *GuardFailed, got %v", err)
+			}
+		})
+	}
+}
+
+// rawItem reads a reservation item as stored.
+func (f *fixture) rawItem(t testing.TB, id string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := f.env.Client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(f.env.Names.Of(tables.ReservationsTable)), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{tables.AttrReservationID: &types.AttributeValueMemberS{Value: id}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
+
+// staleReads answers reservation reads with item, as a writer sees the reservation when it
+// read just before another write landed; every other call goes to DynamoDB.
+type staleReads struct {
+	inventory.DynamoDB
+	item map[string]types.AttributeValue
+}
+
+func (s *staleReads) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if _, ok := in.Key[tables.AttrReservationID]; ok {
+		return &dynamodb.GetItemOutput{Item: s.item}, nil
+	}
+	return s.DynamoDB.GetItem(ctx, in, opts...)
 }

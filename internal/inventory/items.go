@@ -39,6 +39,8 @@ const (
 	attrCaptureBefore   = "captureBefore"
 	attrCancelAttempts  = "cancelAttempts"
 	attrCustomerCancel  = "customerCanceled"
+	attrRefundID        = "refundId"
+	attrRefundAttempts  = "refundAttempts"
 	attrCreatedAt       = "createdAt"
 	// attrRevision counts every write of a reservation item, including detail updates that
 	// keep the version; whole-item puts are conditioned on it so none overwrites another.
@@ -85,7 +87,7 @@ func reconcileSince(prev, next reservation.Reservation, now time.Time) time.Time
 
 // reservationItem renders r. The sparse index keys exist only while they mean something:
 // holdShard while the hold keeps seats (HELD or PAYMENT_PENDING), reconShard and reconSince while
-// the payment is unresolved (reservation.Unsettled; reconSince is r.ReconcileSince, or
+// seats and money disagree (reservation.Unsettled; reconSince is r.ReconcileSince, or
 // r.UpdatedAt when that is unset).
 func reservationItem(r reservation.Reservation, revision int64) map[string]types.AttributeValue {
 	seats := make([]types.AttributeValue, len(r.SeatIDs))
@@ -115,6 +117,7 @@ func reservationItem(r reservation.Reservation, revision int64) map[string]types
 		attrExecutionARN:    r.ExecutionARN,
 		attrCorrelationID:   r.CorrelationID,
 		attrOutcome:         string(r.Outcome),
+		attrRefundID:        r.RefundID,
 	}
 	for k, v := range optional {
 		if v != "" {
@@ -126,6 +129,9 @@ func reservationItem(r reservation.Reservation, revision int64) map[string]types
 	}
 	if r.CancelAttempts > 0 {
 		item[attrCancelAttempts] = n(int64(r.CancelAttempts))
+	}
+	if r.RefundAttempts > 0 {
+		item[attrRefundAttempts] = n(int64(r.RefundAttempts))
 	}
 	if r.CustomerCanceled {
 		item[attrCustomerCancel] = &types.AttributeValueMemberBOOL{Value: true}
@@ -203,6 +209,8 @@ func DecodeReservation(item map[string]types.AttributeValue) (reservation.Reserv
 		CaptureBefore:    ir.time(attrCaptureBefore),
 		CancelAttempts:   int(ir.num(attrCancelAttempts)),
 		CustomerCanceled: ir.flag(attrCustomerCancel),
+		RefundID:         ir.str(attrRefundID),
+		RefundAttempts:   int(ir.num(attrRefundAttempts)),
 		CreatedAt:        ir.time(attrCreatedAt),
 		UpdatedAt:        ir.time(attrUpdatedAt),
 		ReconcileSince:   ir.time(tables.AttrReconSince),

@@ -25,8 +25,9 @@ func (st *Store) ExpiredHolds(ctx context.Context, before time.Time, limit int) 
 }
 
 // NeedingReconciliation lists the reservations on the reconcileByAge index
-// (Reservation.Unsettled: payment unknown, or authorized, capture pending or captured with the
-// seats out of their hold) that joined it before `before` (pass the current time for all),
+// (Reservation.Unsettled: payment unknown; CONFIRMED seats whose money is not captured; or
+// RELEASED seats while money is or may be authorized or taken) that joined it before `before`
+// (pass the current time for all),
 // oldest first, at most limit (0 means no limit). Their ReconcileSince is when they joined it
 // (for an unknown payment: when it became unknown).
 func (st *Store) NeedingReconciliation(ctx context.Context, before time.Time, limit int) ([]reservation.Reservation, error) {

@@ -45,8 +45,8 @@ func (f *fixture) reconEntry(t *testing.T, id string) (since time.Time, ok bool)
 
 // TestReconciliationIndexFollowsThePayment walks reservations through every transition that
 // puts one on the reconcileByAge index, keeps it there or takes it off, and checks after each
-// write that the index attributes are present exactly when the payment is unresolved outside a
-// live hold, with the age the sweeper reads.
+// write that the index attributes are present exactly when seats and money disagree with no
+// hold's deadline to find them by (reservation.Unsettled), with the age the sweeper reads.
 func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 	type step struct {
 		name string
@@ -60,30 +60,27 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 	}
 	pay := func(ev reservation.PaymentEvent, from reservation.PaymentState) func(context.Context, *fixture, reservation.Reservation) (reservation.Reservation, error) {
 		return func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
-			return f.store.SetPaymentState(ctx, r.ID, ev, from, reservation.GuardOf(r), inventory.PaymentDetails{PaymentIntentID: "pi_" + r.ID})
+			return f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+				Event: ev, From: from, PaymentIntentID: "pi_" + r.ID})
 		}
 	}
 	pending := func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
-		return f.store.MarkPaymentPending(ctx, r.ID, reservation.GuardOf(r), inventory.PaymentDetails{})
+		return f.store.StartPayment(ctx, r.ID, reservation.GuardOf(r))
 	}
 	confirm := func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
 		return f.store.Confirm(ctx, r.ID, reservation.GuardOf(r))
 	}
-	release := func(from reservation.InventoryState) func(context.Context, *fixture, reservation.Reservation) (reservation.Reservation, error) {
-		return func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
-			return f.store.Release(ctx, r.ID, from, reservation.GuardOf(r), "test")
-		}
+	release := func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
+		return f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: r.ID, Guard: reservation.GuardOf(r), Reason: "test"})
 	}
 	expire := func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
 		return f.store.Expire(ctx, r.ID, reservation.PaymentPending, reservation.GuardOf(r))
 	}
-	reacquire := func(from reservation.InventoryState) func(context.Context, *fixture, reservation.Reservation) (reservation.Reservation, error) {
-		return func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
-			return f.store.Reacquire(ctx, r.ID, from, reservation.GuardOf(r))
-		}
+	reacquire := func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
+		return f.store.Reacquire(ctx, r.ID, reservation.GuardOf(r))
 	}
 	details := func(ctx context.Context, f *fixture, r reservation.Reservation) (reservation.Reservation, error) {
-		return f.store.UpdateDetails(ctx, r.ID, reservation.GuardOf(r), inventory.PaymentDetails{ExecutionARN: "arn:exec:" + r.ID})
+		return f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r), TaskToken: "tok-" + r.ID})
 	}
 	// Every case starts from a fresh HELD reservation with a 10-minute hold.
 	untilAuthorized := []step{
@@ -108,16 +105,25 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 			step{name: "execution details recorded", do: details, advance: time.Minute, want: true, sinceStep: 5},
 			step{name: "paid", do: pay(reservation.CaptureOK, reservation.UnknownNeedsReconciliation)},
 		)},
-		{name: "capture refused: failed takes it off, release keeps it off", steps: with(
+		{name: "capture refused: CONFIRMED+FAILED stays on with its age until the seats are released", steps: with(
 			step{name: "confirmed", do: confirm, want: true, sinceStep: -1},
 			step{name: "capture pending", do: pay(reservation.RequestCapture, reservation.Authorized), want: true, sinceStep: 3},
-			step{name: "failed", do: pay(reservation.PaymentDeclined, reservation.CapturePending)},
-			step{name: "released", do: release(reservation.Confirmed)},
+			step{name: "failed", do: pay(reservation.PaymentDeclined, reservation.CapturePending), advance: time.Minute, want: true, sinceStep: 3},
+			step{name: "released", do: release},
 		)},
-		{name: "authorized and confirmed: execution details keep the entry and its age", steps: with(
+		{name: "authorized and confirmed, then voided: CONFIRMED+CANCELED stays on until the seats are released", steps: with(
 			step{name: "confirmed", do: confirm, want: true, sinceStep: -1},
 			step{name: "execution details recorded", do: details, advance: time.Hour, want: true, sinceStep: 3},
-			step{name: "voided", do: pay(reservation.VoidPayment, reservation.Authorized)},
+			step{name: "voided", do: pay(reservation.VoidPayment, reservation.Authorized), advance: time.Minute, want: true, sinceStep: 3},
+			step{name: "released", do: release},
+		)},
+		{name: "sold, then refunded: CONFIRMED+REFUND_PENDING and CONFIRMED+REFUNDED are on until the seats are released", steps: with(
+			step{name: "confirmed", do: confirm, want: true, sinceStep: -1},
+			step{name: "capture pending", do: pay(reservation.RequestCapture, reservation.Authorized), want: true, sinceStep: 3},
+			step{name: "paid", do: pay(reservation.CaptureOK, reservation.CapturePending)},
+			step{name: "refund pending", do: pay(reservation.RequestRefund, reservation.Paid), advance: time.Minute, want: true, sinceStep: -1},
+			step{name: "refunded", do: pay(reservation.RefundPayment, reservation.RefundPending), advance: time.Minute, want: true, sinceStep: 6},
+			step{name: "released", do: release},
 		)},
 		{name: "unknown while the hold keeps the seats: on; authorized under the hold: off", steps: []step{
 			{name: "payment pending", do: pending},
@@ -131,7 +137,7 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 			{name: "authorizing", do: pay(reservation.StartAuthorization, reservation.NotStarted)},
 			{name: "hold expired", do: expire, advance: 11 * time.Minute, want: true, sinceStep: -1},
 			{name: "late authorization", do: pay(reservation.AuthorizationOK, reservation.Authorizing), advance: time.Minute, want: true, sinceStep: 2},
-			{name: "reacquired", do: reacquire(reservation.Released), want: true, sinceStep: 2},
+			{name: "reacquired", do: reacquire, want: true, sinceStep: 2},
 			{name: "capture pending", do: pay(reservation.RequestCapture, reservation.Authorized), want: true, sinceStep: 2},
 			{name: "paid", do: pay(reservation.CaptureOK, reservation.CapturePending)},
 		}},
@@ -147,7 +153,7 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 			{name: "authorizing", do: pay(reservation.StartAuthorization, reservation.NotStarted)},
 			{name: "declined", do: pay(reservation.PaymentDeclined, reservation.Authorizing)},
 			{name: "voided", do: pay(reservation.VoidPayment, reservation.Failed)},
-			{name: "released", do: release(reservation.PaymentPending)},
+			{name: "released", do: release},
 		}},
 		{name: "declined, captured meanwhile and refunded: FAILED -> REFUNDED stays off", steps: []step{
 			{name: "payment pending", do: pending},
@@ -165,7 +171,7 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 			{name: "payment pending", do: pending},
 			{name: "authorizing", do: pay(reservation.StartAuthorization, reservation.NotStarted)},
 			{name: "declined", do: pay(reservation.PaymentDeclined, reservation.Authorizing)},
-			{name: "released", do: release(reservation.PaymentPending)},
+			{name: "released", do: release},
 		}},
 		{name: "captured for seats that are gone: on until refunded", steps: []step{
 			{name: "payment pending", do: pending},
@@ -175,6 +181,16 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 			{name: "paid, seats released", do: pay(reservation.CaptureOK, reservation.UnknownNeedsReconciliation), advance: time.Minute, want: true, sinceStep: 3},
 			{name: "refunded", do: pay(reservation.RefundPayment, reservation.Paid)},
 		}},
+		{name: "captured for seats that are gone, refund pending: RELEASED+REFUND_PENDING stays on until refunded", steps: []step{
+			{name: "payment pending", do: pending},
+			{name: "authorizing", do: pay(reservation.StartAuthorization, reservation.NotStarted)},
+			{name: "hold expired", do: expire, advance: 11 * time.Minute, want: true, sinceStep: -1},
+			{name: "late authorization", do: pay(reservation.AuthorizationOK, reservation.Authorizing), want: true, sinceStep: 2},
+			{name: "unknown", do: pay(reservation.OutcomeUnknown, reservation.Authorized), advance: time.Minute, want: true, sinceStep: -1},
+			{name: "paid", do: pay(reservation.CaptureOK, reservation.UnknownNeedsReconciliation), advance: time.Minute, want: true, sinceStep: 4},
+			{name: "refund pending", do: pay(reservation.RequestRefund, reservation.Paid), advance: time.Minute, want: true, sinceStep: 4},
+			{name: "refunded", do: pay(reservation.RefundPayment, reservation.RefundPending)},
+		}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,7 +198,7 @@ func TestReconciliationIndexFollowsThePayment(t *testing.T) {
 			ctx := context.Background()
 			f.seats(t, "show", "A1")
 			id := "r" + string(rune('a'+i))
-			r := must[inventory.ClaimResult](t)(f.store.Claim(ctx, request(id, "show", "A1"))).Reservation
+			r := must[reservation.Reservation](t)(f.store.Claim(ctx, request(id, "show", "A1")))
 			if _, ok := f.reconEntry(t, id); ok {
 				t.Fatal("a fresh hold is on the reconciliation index")
 			}

@@ -88,7 +88,7 @@ func TestClaimRetriesTransientCancellations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := st.Claim(context.Background(), request("r1", "show", "A1"))
+			res, err := st.ClaimDetailed(context.Background(), request("r1", "show", "A1"))
 			if c.wantErr != nil {
 				if !errors.Is(err, c.wantErr) {
 					t.Fatalf("want %v, got %v", c.wantErr, err)

@@ -351,19 +351,16 @@ func backoff(ctx context.Context, attempt int) error {
 // throttling through every attempt; the caller may retry later.
 var ErrTooManyConflicts = errors.New("transaction kept conflicting")
 
-func (st *Store) outboxPut(t outbox.Type, r reservation.Reservation, reason string) (types.TransactWriteItem, outbox.Envelope, error) {
-	env, err := outbox.New(t, r.ID, r.Version, r.UpdatedAt, r.CorrelationID, outbox.ReservationSnapshot{
-		CustomerID: r.CustomerID, EventID: r.EventID, SeatIDs: r.SeatIDs, Amount: r.Amount, Currency: r.Currency,
-		InventoryState: string(r.Inventory), PaymentState: string(r.Payment), HoldExpiresAt: r.HoldExpiresAt,
-		PaymentIntentID: r.PaymentIntentID, Outcome: string(r.Outcome), Reason: reason,
-	})
+// outboxPut is the record of a change that left r as it is, put only if its id is new.
+func (st *Store) outboxPut(t outbox.Type, r reservation.Reservation, reason string, notify bool) (types.TransactWriteItem, error) {
+	env, err := outbox.ForReservation(t, r, reason, notify)
 	if err != nil {
-		return types.TransactWriteItem{}, env, err
+		return types.TransactWriteItem{}, err
 	}
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName:                aws.String(st.outboxTable),
 		Item:                     env.Item(st.retention),
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": tables.AttrOutboxEventID},
-	}}, env, nil
+	}}, nil
 }

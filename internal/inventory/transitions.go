@@ -14,63 +14,72 @@ import (
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
-// PaymentDetails are facts about the payment workflow stored on the reservation; empty fields
-// leave the stored value as it is.
-type PaymentDetails struct {
-	PaymentIntentID string
-	TaskToken       string
-	ExecutionARN    string
-	CaptureBefore   time.Time
-	// CancelAttempts records refused voids; it only ever grows, so a stale or replayed
-	// update cannot hand an old attempt (and its stored refusal) back to the next void.
-	CancelAttempts int
-	// CustomerCanceled, when true, records the customer's cancel; it is never cleared.
-	CustomerCanceled bool
-}
-
-func (d PaymentDetails) applyTo(r *reservation.Reservation) {
-	if d.PaymentIntentID != "" {
-		r.PaymentIntentID = d.PaymentIntentID
-	}
-	if d.TaskToken != "" {
-		r.TaskToken = d.TaskToken
-	}
-	if d.ExecutionARN != "" {
-		r.ExecutionARN = d.ExecutionARN
-	}
-	if !d.CaptureBefore.IsZero() {
-		r.CaptureBefore = d.CaptureBefore.UTC()
-	}
-	if d.CancelAttempts > r.CancelAttempts {
-		r.CancelAttempts = d.CancelAttempts
-	}
-	if d.CustomerCanceled {
-		r.CustomerCanceled = true
-	}
-}
-
 // seatPlan says how a change touches the reservation's seats.
 type seatPlan struct {
 	condition string
 	update    string
 	// onlyOurs limits the change to seats the reservation still owns (read first); the others
-	// were taken by someone else after the hold expired and are left alone.
+	// were taken by someone else after the hold expired and are left alone. A seat that
+	// changes hands between the read and the write fails its condition and the change is
+	// tried again from a fresh read.
 	onlyOurs bool
 	// failure turns the seats whose condition failed into the caller's error.
 	failure func(r reservation.Reservation, seats []string) error
 }
 
+// The seat side of each inventory event. Every condition names the owner, so a seat someone
+// else holds is never changed by this reservation's write.
+var (
+	seatsStartPayment = &seatPlan{
+		condition: "#rid = :rid AND #st = :held AND #exp > :now",
+		update:    "SET #st = :pp, #upd = :now, #v = #v + :one",
+		failure:   notOwnerOfSeats,
+	}
+	seatsConfirm = &seatPlan{
+		condition: "#rid = :rid AND #st = :pp AND #exp > :now",
+		update:    "SET #st = :confirmed, #upd = :now, #v = #v + :one REMOVE #exp",
+		failure:   notOwnerOfSeats,
+	}
+	seatsGiveBack = &seatPlan{
+		condition: "#rid = :rid AND #st IN (:held, :pp, :confirmed)",
+		update:    "SET #st = :available, #upd = :now, #v = #v + :one REMOVE #rid, #exp",
+		onlyOurs:  true,
+	}
+	seatsReacquire = &seatPlan{
+		condition: "attribute_exists(seatKey) AND (#st = :available OR (#rid = :rid AND #st IN (:held, :pp)) OR (#st = :held AND #exp <= :now))",
+		update:    "SET #st = :confirmed, #rid = :rid, #upd = :now, #v = if_not_exists(#v, :zero) + :one REMOVE #exp",
+		failure:   seatsUnavailable,
+	}
+)
+
+// Extra conditions on the reservation item, on top of its version, revision and both states.
+const (
+	condHoldLive = "#exp > :now"
+	condLapsed   = "#exp <= :now"
+	// condNotCanceled keeps a write that would sell the seats or take the money from landing
+	// on a reservation the customer cancelled, whatever version the writer read.
+	condNotCanceled = "(attribute_not_exists(#cc) OR #cc = :false)"
+)
+
+// write is what the domain decided a change writes.
+type write struct {
+	next reservation.Reservation
+	// event is the outbox record's type; a change that keeps the version (a detail-only
+	// update) writes no record.
+	event  outbox.Type
+	reason string
+	notify bool
+	conds  []string
+	seats  *seatPlan
+	// unchanged: the domain found nothing to do (a cancel already recorded); nothing is written.
+	unchanged bool
+}
+
 type change struct {
-	op      string
-	id      string
-	guard   reservation.Guard
-	apply   func(reservation.Reservation, time.Time) (reservation.Reservation, error)
-	details PaymentDetails
-	event   outbox.Type
-	reason  string
-	resCond string // extra condition on the reservation, may use :now
-	seats   *seatPlan
-	noBump  bool // detail-only update: no version bump, no event
+	op string
+	id string
+	// decide applies the domain's rules to the stored reservation at now.
+	decide func(cur reservation.Reservation, now time.Time) (write, error)
 }
 
 func notOwnerOfSeats(r reservation.Reservation, seats []string) error {
@@ -81,148 +90,146 @@ func seatsUnavailable(r reservation.Reservation, seats []string) error {
 	return &reservation.SeatUnavailable{EventID: r.EventID, SeatIDs: seats}
 }
 
-// MarkPaymentPending moves a live hold to PAYMENT_PENDING (reservation and seats) before any
-// money moves, recording the given payment details. Typed errors: *reservation.StaleVersion,
-// *NotOwner, *UnexpectedState, *IllegalTransition, *HoldExpired, *GuardFailed, *NotFound.
-func (st *Store) MarkPaymentPending(ctx context.Context, id string, g reservation.Guard, d PaymentDetails) (reservation.Reservation, error) {
-	return st.run(ctx, change{
-		op: "mark_payment_pending", id: id, guard: g, details: d, event: outbox.PaymentPending,
-		apply: func(r reservation.Reservation, now time.Time) (reservation.Reservation, error) {
-			return r.ApplyInventory(reservation.StartPayment, reservation.Held, g, now)
-		},
-		resCond: "#exp > :now",
-		seats: &seatPlan{
-			condition: "#rid = :rid AND #st = :held AND #exp > :now",
-			update:    "SET #st = :pp, #upd = :now, #v = #v + :one",
-			failure:   notOwnerOfSeats,
-		},
-	})
+// inventoryWrite is the write of inventory event ev: its seat plan and conditions.
+func inventoryWrite(next reservation.Reservation, ev reservation.InventoryEvent) write {
+	w := write{next: next}
+	switch ev {
+	case reservation.StartPayment:
+		w.event, w.seats, w.conds = outbox.PaymentPending, seatsStartPayment, []string{condHoldLive}
+	case reservation.Confirm:
+		w.event, w.seats, w.conds = outbox.ReservationConfirmed, seatsConfirm, []string{condHoldLive, condNotCanceled}
+	case reservation.Release:
+		w.event, w.seats = outbox.SeatsReleased, seatsGiveBack
+	case reservation.Expire:
+		w.event, w.seats, w.conds = outbox.SeatsReleased, seatsGiveBack, []string{condLapsed}
+	case reservation.Reacquire:
+		w.event, w.seats, w.conds = outbox.SeatsReacquired, seatsReacquire, []string{condNotCanceled}
+		w.reason = outbox.ReasonLatePayment
+	}
+	return w
+}
+
+// inventoryChange performs ev. from, when given, is the state the caller read (the sweeper's
+// Expire names it); otherwise the stored state stands, as the write is fenced by it anyway. A
+// non-empty reason replaces the event's own.
+func (st *Store) inventoryChange(ctx context.Context, op, id string, ev reservation.InventoryEvent, g reservation.Guard, from *reservation.InventoryState, reason string, notify bool) (reservation.Reservation, error) {
+	return st.run(ctx, change{op: op, id: id, decide: func(cur reservation.Reservation, now time.Time) (write, error) {
+		prior := cur.Inventory
+		if from != nil {
+			prior = *from
+		}
+		next, err := cur.ApplyInventory(ev, prior, g, now)
+		if err != nil {
+			return write{}, err
+		}
+		w := inventoryWrite(next, ev)
+		if reason != "" {
+			w.reason = reason
+		}
+		w.notify = notify
+		return w, nil
+	}})
+}
+
+// StartPayment moves a live hold HELD -> PAYMENT_PENDING (reservation and seats) before any
+// money moves; from then on nobody else can claim the seats, even past the deadline. Typed
+// errors: *reservation.StaleVersion, *NotOwner, *UnexpectedState, *IllegalTransition,
+// *HoldExpired, *GuardFailed, *NotFound.
+func (st *Store) StartPayment(ctx context.Context, id string, g reservation.Guard) (reservation.Reservation, error) {
+	return st.inventoryChange(ctx, "start_payment", id, reservation.StartPayment, g, nil, "", false)
 }
 
 // Confirm sells the seats of a PAYMENT_PENDING reservation whose payment is authorized. Owner,
-// version and deadline are all in the condition expressions, so a writer holding an old
-// version or acting after the deadline changes nothing. Typed errors as MarkPaymentPending.
+// version, deadline and "not cancelled" are all in the condition expressions, so a writer
+// holding an old version, acting after the deadline or after the customer's cancel changes
+// nothing. Typed errors as StartPayment.
 func (st *Store) Confirm(ctx context.Context, id string, g reservation.Guard) (reservation.Reservation, error) {
-	return st.run(ctx, change{
-		op: "confirm", id: id, guard: g, event: outbox.ReservationConfirmed,
-		apply: func(r reservation.Reservation, now time.Time) (reservation.Reservation, error) {
-			return r.ApplyInventory(reservation.Confirm, reservation.PaymentPending, g, now)
-		},
-		resCond: "#exp > :now AND #pay = :authorized",
-		seats: &seatPlan{
-			condition: "#rid = :rid AND #st = :pp AND #exp > :now",
-			update:    "SET #st = :confirmed, #upd = :now, #v = #v + :one REMOVE #exp",
-			failure:   notOwnerOfSeats,
-		},
-	})
+	return st.inventoryChange(ctx, "confirm", id, reservation.Confirm, g, nil, "", false)
 }
 
-// Release gives back the seats of a reservation in state from (HELD, PAYMENT_PENDING, or
-// CONFIRMED whose payment was voided or refunded). Every seat must still be the reservation's:
-// a release whose seats were taken after its hold expired changes nothing and returns
-// *reservation.NotOwner (the sweeper's Expire retires such a reservation). A stale or foreign
-// release changes nothing and returns *reservation.StaleVersion or *reservation.NotOwner.
-func (st *Store) Release(ctx context.Context, id string, from reservation.InventoryState, g reservation.Guard, reason string) (reservation.Reservation, error) {
-	return st.run(ctx, change{
-		op: "release", id: id, guard: g, event: outbox.SeatsReleased, reason: reason,
-		apply: func(r reservation.Reservation, now time.Time) (reservation.Reservation, error) {
-			return r.ApplyInventory(reservation.Release, from, g, now)
-		},
-		seats: &seatPlan{
-			condition: "#rid = :rid AND #st IN (:held, :pp, :confirmed)",
-			update:    "SET #st = :available, #upd = :now, #v = #v + :one REMOVE #rid, #exp",
-			failure:   notOwnerOfSeats,
-		},
-	})
+// Release gives back the seats of a reservation (reservation.Release, or reservation.Expire
+// when req.Expired: the hold lapsed). Seats someone else has taken since are left alone.
+// Refused while money may be held (*reservation.GuardFailed), and for an expiry before the
+// deadline (*reservation.HoldStillLive); a stale or foreign release changes nothing and
+// returns *reservation.StaleVersion or *reservation.NotOwner.
+func (st *Store) Release(ctx context.Context, req reservation.ReleaseRequest) (reservation.Reservation, error) {
+	ev, op := reservation.Release, "release"
+	if req.Expired {
+		ev, op = reservation.Expire, "expire"
+	}
+	return st.inventoryChange(ctx, op, req.ReservationID, ev, req.Guard, nil, req.Reason, req.NotifyCustomer)
 }
 
-// Expire retires a HELD or PAYMENT_PENDING reservation whose deadline has passed (the sweeper):
-// seats it still owns become AVAILABLE, seats someone else has claimed since are left alone.
-// Refused while money may be held (*reservation.GuardFailed) or before the deadline
-// (*reservation.HoldStillLive).
+// Expire retires a HELD or PAYMENT_PENDING reservation whose deadline has passed (the
+// sweeper, which names the state it read): seats it still owns become AVAILABLE, seats
+// someone else has claimed since are left alone. Refused while money may be held
+// (*reservation.GuardFailed) or before the deadline (*reservation.HoldStillLive).
 func (st *Store) Expire(ctx context.Context, id string, from reservation.InventoryState, g reservation.Guard) (reservation.Reservation, error) {
-	return st.run(ctx, change{
-		op: "expire", id: id, guard: g, event: outbox.SeatsReleased, reason: "hold expired",
-		apply: func(r reservation.Reservation, now time.Time) (reservation.Reservation, error) {
-			return r.ApplyInventory(reservation.Expire, from, g, now)
-		},
-		resCond: "#exp <= :now",
-		seats: &seatPlan{
-			condition: "#rid = :rid AND #st IN (:held, :pp)",
-			update:    "SET #st = :available, #upd = :now, #v = #v + :one REMOVE #rid, #exp",
-			onlyOurs:  true,
-			failure:   notOwnerOfSeats,
-		},
-	})
+	return st.inventoryChange(ctx, "expire", id, reservation.Expire, g, &from, outbox.ReasonHoldExpired, false)
 }
 
 // Reacquire confirms the seats for a payment that succeeded after the hold expired, if every
-// seat is still ours or free (AVAILABLE, or HELD by anyone past its deadline). Otherwise nothing
-// changes and *reservation.SeatUnavailable lists the lost seats: void or refund, and notify.
-func (st *Store) Reacquire(ctx context.Context, id string, from reservation.InventoryState, g reservation.Guard) (reservation.Reservation, error) {
-	return st.run(ctx, change{
-		op: "reacquire", id: id, guard: g, event: outbox.SeatsReacquired, reason: "late payment success",
-		apply: func(r reservation.Reservation, now time.Time) (reservation.Reservation, error) {
-			return r.ApplyInventory(reservation.Reacquire, from, g, now)
-		},
-		resCond: "#pay IN (:authorized, :paid)",
-		seats: &seatPlan{
-			condition: "attribute_exists(seatKey) AND (#st = :available OR (#rid = :rid AND #st IN (:held, :pp)) OR (#st = :held AND #exp <= :now))",
-			update:    "SET #st = :confirmed, #rid = :rid, #upd = :now, #v = if_not_exists(#v, :zero) + :one REMOVE #exp",
-			failure:   seatsUnavailable,
-		},
-	})
+// seat is still ours or free (AVAILABLE, or HELD by anyone past its deadline). Otherwise
+// nothing changes and *reservation.SeatUnavailable lists the lost seats: void or refund, and
+// notify. Refused in the write condition once the customer cancelled.
+func (st *Store) Reacquire(ctx context.Context, id string, g reservation.Guard) (reservation.Reservation, error) {
+	return st.inventoryChange(ctx, "reacquire", id, reservation.Reacquire, g, nil, "", false)
 }
 
-var paymentEventTypes = map[reservation.PaymentEvent]outbox.Type{
-	reservation.AuthorizationOK: outbox.PaymentAuthorized,
-	reservation.PaymentDeclined: outbox.PaymentFailed,
-	reservation.CaptureOK:       outbox.PaymentCaptured,
-	reservation.VoidPayment:     outbox.PaymentVoided,
-	reservation.RefundPayment:   outbox.PaymentRefunded,
-	reservation.OutcomeUnknown:  outbox.PaymentUncertain,
-}
-
-// SetPaymentState applies a payment event to a reservation whose payment is in state from, at
-// version g.Version, recording the details given. Seats are not touched. The same write puts
-// the reservation on the reconciliation index or takes it off (Reservation.Unsettled): e.g.
-// capture requested for confirmed seats keeps it there, captured takes it off.
-func (st *Store) SetPaymentState(ctx context.Context, id string, ev reservation.PaymentEvent, from reservation.PaymentState, g reservation.Guard, d PaymentDetails) (reservation.Reservation, error) {
-	t, ok := paymentEventTypes[ev]
-	if !ok {
-		t = outbox.PaymentStateChanged
+// UpdatePayment performs u (reservation.Reservation.ApplyUpdate): the payment event, the
+// details and, with ReleaseSeats, the release of the seats, in one transaction with one
+// outbox record carrying u.Reason and u.NotifyCustomer. An update with Event "" and nothing
+// to release only records the details: fenced by the version, which it keeps, with no
+// record, so it does not invalidate guards other steps hold. A capture request is refused
+// in the write condition once the customer cancelled.
+func (st *Store) UpdatePayment(ctx context.Context, u reservation.PaymentUpdate) (reservation.Reservation, error) {
+	op := "update_payment"
+	if u.Event == "" {
+		op = "update_details"
 	}
-	return st.run(ctx, change{
-		op: "set_payment_state", id: id, guard: g, details: d, event: t, reason: string(ev),
-		apply: func(r reservation.Reservation, now time.Time) (reservation.Reservation, error) {
-			return r.ApplyPayment(ev, from, g, now)
-		},
-	})
+	return st.run(ctx, change{op: op, id: u.ReservationID, decide: func(cur reservation.Reservation, now time.Time) (write, error) {
+		next, err := cur.ApplyUpdate(u, now)
+		if err != nil {
+			return write{}, err
+		}
+		w := write{next: next, reason: u.Reason, notify: u.NotifyCustomer}
+		if cur.Inventory != reservation.Released && next.Inventory == reservation.Released {
+			ev := reservation.Release
+			if u.Expired {
+				ev = reservation.Expire
+			}
+			w = inventoryWrite(next, ev)
+			w.reason, w.notify = u.Reason, u.NotifyCustomer
+		}
+		if u.Event != "" {
+			w.event = outbox.PaymentType(u.Event)
+		}
+		if u.Event == reservation.RequestCapture {
+			w.conds = append(w.conds, condNotCanceled)
+		}
+		return w, nil
+	}})
 }
 
-// UpdateDetails records payment workflow details (task token, execution ARN, ...) without a
-// state change. It is fenced by g.Version but does not bump it and writes no event, so it does
-// not invalidate guards other steps hold.
-func (st *Store) UpdateDetails(ctx context.Context, id string, g reservation.Guard, d PaymentDetails) (reservation.Reservation, error) {
-	return st.run(ctx, change{
-		op: "update_details", id: id, guard: g, details: d, noBump: true,
-		apply: func(r reservation.Reservation, now time.Time) (reservation.Reservation, error) {
-			if g.Owner != r.ID {
-				return r, &reservation.NotOwner{ReservationID: g.Owner, Owner: r.ID, Resource: "reservation " + r.ID}
-			}
-			if g.Version != r.Version {
-				return r, &reservation.StaleVersion{ReservationID: r.ID, Expected: g.Version, Actual: r.Version}
-			}
-			r.SeatIDs = append([]string(nil), r.SeatIDs...)
-			return r, nil
-		},
-	})
+// Cancel records the customer's cancel (reservation.Reservation.Cancel) with a
+// ReservationCancelRequested record, fenced by the guard. Refused with
+// *reservation.GuardFailed once the seats are CONFIRMED; when the cancel is already recorded
+// it writes nothing and returns the stored reservation.
+func (st *Store) Cancel(ctx context.Context, id string, g reservation.Guard) (reservation.Reservation, error) {
+	return st.run(ctx, change{op: "cancel", id: id, decide: func(cur reservation.Reservation, now time.Time) (write, error) {
+		next, err := cur.Cancel(g, now)
+		if err != nil {
+			return write{}, err
+		}
+		return write{next: next, event: outbox.ReservationCancelRequested, unchanged: next.Version == cur.Version}, nil
+	}})
 }
 
 // run reads the reservation, lets the domain decide, then writes the change in one
-// transaction fenced by the version read. When the transaction is cancelled it rereads: the
-// domain then names what changed (stale version, expired hold, ...); seats that failed their
-// own conditions become the plan's error; conflicts are retried with jitter.
+// transaction fenced by the version and revision read. A decision that changes nothing writes
+// nothing. When the transaction is cancelled it rereads: the domain then names what changed
+// (stale version, expired hold, ...); seats that failed their own conditions become the
+// plan's error; conflicts are retried with jitter.
 func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, error) {
 	for attempt := 1; ; attempt++ {
 		cur, rev, err := st.get(ctx, ch.id)
@@ -230,17 +237,18 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 			return reservation.Reservation{}, err
 		}
 		now := st.now().UTC()
-		next, err := ch.apply(cur, now)
+		w, err := ch.decide(cur, now)
 		if err != nil {
 			return cur, err
 		}
-		ch.details.applyTo(&next)
-		if ch.noBump {
-			next.UpdatedAt = now
+		if w.unchanged {
+			return cur, nil
 		}
+		next := w.next
 		// The reconciliation index entry changes in this same write, never in another one.
 		next.ReconcileSince = reconcileSince(cur, next, now)
-		items, seatIDs, err := st.changeItems(ctx, ch, cur, rev, next, now)
+		w.next = next
+		items, seatIDs, err := st.changeItems(ctx, ch.op, w, cur, rev, now)
 		if err != nil {
 			return cur, err
 		}
@@ -261,11 +269,13 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 				failedSeats = append(failedSeats, sid)
 			}
 		}
+		reread := c.conditionFailed(0) || (len(failedSeats) > 0 && w.seats.onlyOurs)
 		switch {
-		case c.conditionFailed(0):
-			// The reservation changed under us; the reread tells the caller how.
+		case reread:
+			// The reservation, or a seat we meant to give back, changed under us; the reread
+			// tells the caller how, or finds which seats are still ours.
 		case len(failedSeats) > 0:
-			return cur, ch.seats.failure(cur, failedSeats)
+			return cur, w.seats.failure(cur, failedSeats)
 		case !c.transient():
 			return cur, fmt.Errorf("inventory: %s %s cancelled: %s", ch.op, ch.id, c.describe())
 		}
@@ -280,34 +290,31 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 	}
 }
 
-func (st *Store) changeItems(ctx context.Context, ch change, cur reservation.Reservation, rev int64, next reservation.Reservation, now time.Time) ([]types.TransactWriteItem, []string, error) {
+func (st *Store) changeItems(ctx context.Context, op string, w write, cur reservation.Reservation, rev int64, now time.Time) ([]types.TransactWriteItem, []string, error) {
 	nowS := FormatTime(now)
 	values := map[string]types.AttributeValue{
 		":v": n(cur.Version), ":inv": s(string(cur.Inventory)), ":pay": s(string(cur.Payment)), ":now": s(nowS),
-		":rev": n(rev),
+		":rev": n(rev), ":false": &types.AttributeValueMemberBOOL{Value: false},
 	}
-	names := map[string]string{"#v": attrVersion, "#inv": attrInvState, "#payst": attrPayState, "#rev": attrRevision}
+	names := map[string]string{"#v": attrVersion, "#inv": attrInvState, "#payst": attrPayState, "#rev": attrRevision,
+		"#exp": tables.AttrHoldExpiresAt, "#cc": attrCustomerCancel}
 	cond := "#v = :v AND #rev = :rev AND #inv = :inv AND #payst = :pay"
-	if ch.resCond != "" {
-		cond += " AND " + ch.resCond
-		names["#exp"] = tables.AttrHoldExpiresAt
-		names["#pay"] = attrPayState
-		values[":authorized"] = s(string(reservation.Authorized))
-		values[":paid"] = s(string(reservation.Paid))
+	for _, c := range w.conds {
+		cond += " AND " + c
 	}
 	// Only placeholders the expression uses may be sent.
 	values, names = used(cond, values, names)
 	items := []types.TransactWriteItem{{Put: &types.Put{
 		TableName:                 aws.String(st.reservations),
-		Item:                      reservationItem(next, rev+1),
+		Item:                      reservationItem(w.next, rev+1),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}}}
 	var seatIDs []string
-	if ch.seats != nil {
+	if w.seats != nil {
 		seatIDs = cur.SeatIDs
-		if ch.seats.onlyOurs {
+		if w.seats.onlyOurs {
 			seatIDs = nil
 			for _, sid := range cur.SeatIDs {
 				seat, ok, err := st.GetSeat(ctx, cur.EventID, sid)
@@ -327,21 +334,21 @@ func (st *Store) changeItems(ctx context.Context, ch change, cur reservation.Res
 			}
 			sn := map[string]string{"#rid": tables.AttrReservationID, "#st": attrState, "#exp": tables.AttrHoldExpiresAt,
 				"#upd": attrUpdatedAt, "#v": attrVersion}
-			sv, sn = used(ch.seats.condition+" "+ch.seats.update, sv, sn)
+			sv, sn = used(w.seats.condition+" "+w.seats.update, sv, sn)
 			items = append(items, types.TransactWriteItem{Update: &types.Update{
 				TableName:                 aws.String(st.seats),
 				Key:                       seatKeyAV(cur.EventID, sid),
-				ConditionExpression:       aws.String(ch.seats.condition),
-				UpdateExpression:          aws.String(ch.seats.update),
+				ConditionExpression:       aws.String(w.seats.condition),
+				UpdateExpression:          aws.String(w.seats.update),
 				ExpressionAttributeNames:  sn,
 				ExpressionAttributeValues: sv,
 			}})
 		}
 	}
-	if !ch.noBump {
-		ob, _, err := st.outboxPut(ch.event, next, ch.reason)
+	if w.event != "" {
+		ob, err := st.outboxPut(w.event, w.next, w.reason, w.notify)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("inventory: %s %s: %w", op, cur.ID, err)
 		}
 		items = append(items, ob)
 	}

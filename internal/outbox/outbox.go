@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
@@ -33,7 +34,38 @@ const (
 	PaymentVoided        Type = "PaymentVoided"
 	PaymentRefunded      Type = "PaymentRefunded"
 	PaymentUncertain     Type = "PaymentUncertain"
+	// ReservationCancelRequested records the customer's cancel: from then on nothing confirms,
+	// captures or reacquires the reservation, and settlement voids or refunds it.
+	ReservationCancelRequested Type = "ReservationCancelRequested"
 )
+
+// Reasons a store records on its own; otherwise the record carries the caller's reason.
+const (
+	// ReasonHoldExpired: the sweeper gave back the seats of a lapsed hold.
+	ReasonHoldExpired = "hold_expired"
+	// ReasonLatePayment: the seats were taken back for money that came after the hold lapsed.
+	ReasonLatePayment = "late_payment"
+)
+
+// paymentTypes names the payment events that have their own type; the others are
+// PaymentStateChanged.
+var paymentTypes = map[reservation.PaymentEvent]Type{
+	reservation.AuthorizationOK: PaymentAuthorized,
+	reservation.PaymentDeclined: PaymentFailed,
+	reservation.CaptureOK:       PaymentCaptured,
+	reservation.VoidPayment:     PaymentVoided,
+	reservation.RefundPayment:   PaymentRefunded,
+	reservation.OutcomeUnknown:  PaymentUncertain,
+}
+
+// PaymentType is the type of the record a payment event writes. Every store uses it, so that
+// consumers see the same event whichever store made the change.
+func PaymentType(ev reservation.PaymentEvent) Type {
+	if t, ok := paymentTypes[ev]; ok {
+		return t
+	}
+	return PaymentStateChanged
+}
 
 // Source is the EventBridge source the relay publishes under.
 const Source = "seatsaga.reservations"
@@ -185,4 +217,24 @@ type ReservationSnapshot struct {
 	PaymentIntentID string    `json:"paymentIntentId,omitempty"`
 	Outcome         string    `json:"outcome,omitempty"`
 	Reason          string    `json:"reason,omitempty"`
+	// NotifyCustomer says the customer must hear about this change (e.g. money voided after
+	// a late payment); consumers that message customers read it instead of parsing Reason.
+	NotifyCustomer bool `json:"notifyCustomer"`
+}
+
+// SnapshotOf is the payload of a change that left r as it is, with the change's reason and
+// whether the customer must hear about it.
+func SnapshotOf(r reservation.Reservation, reason string, notifyCustomer bool) ReservationSnapshot {
+	return ReservationSnapshot{
+		CustomerID: r.CustomerID, EventID: r.EventID, SeatIDs: r.SeatIDs, Amount: r.Amount, Currency: r.Currency,
+		InventoryState: string(r.Inventory), PaymentState: string(r.Payment), HoldExpiresAt: r.HoldExpiresAt,
+		PaymentIntentID: r.PaymentIntentID, Outcome: string(r.Outcome), Reason: reason, NotifyCustomer: notifyCustomer,
+	}
+}
+
+// ForReservation is the record of a change of type t that left r at r.Version: its id is
+// derived from the reservation, the version and the type, so a retried write cannot publish a
+// second, different record for the same change.
+func ForReservation(t Type, r reservation.Reservation, reason string, notifyCustomer bool) (Envelope, error) {
+	return New(t, r.ID, r.Version, r.UpdatedAt, r.CorrelationID, SnapshotOf(r, reason, notifyCustomer))
 }

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
@@ -90,5 +92,30 @@ func TestFromItemRejectsBrokenItems(t *testing.T) {
 				t.Fatal("broken item accepted")
 			}
 		})
+	}
+}
+
+// TestForReservationCarriesReasonAndNotifyFlag: the record of a change names the change by its
+// reservation, version and type, and carries the reason and whether to notify the customer as
+// fields of their own (the flag even when false, so a consumer never has to guess).
+func TestForReservationCarriesReasonAndNotifyFlag(t *testing.T) {
+	r := reservation.Reservation{ID: "r1", Version: 4, CustomerID: "c1", EventID: "show", SeatIDs: []string{"A1"},
+		Inventory: reservation.Released, Payment: reservation.Canceled, UpdatedAt: time.Unix(1700000000, 0), CorrelationID: "corr"}
+	for _, notify := range []bool{true, false} {
+		e, err := ForReservation(PaymentVoided, r, "late_payment", notify)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.EventID != EventID("r1", 4, PaymentVoided) || e.AggregateVersion != 4 || e.CorrelationID != "corr" {
+			t.Fatalf("envelope %+v", e)
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(e.Payload, &fields); err != nil {
+			t.Fatal(err)
+		}
+		if fields["reason"] != "late_payment" || fields["notifyCustomer"] != notify ||
+			fields["inventoryState"] != "RELEASED" || fields["paymentState"] != "CANCELED" {
+			t.Fatalf("notify %v: payload %s", notify, e.Payload)
+		}
 	}
 }

@@ -16,11 +16,15 @@ const (
 	OpCapture   Op = "capture"
 	OpCancel    Op = "cancel"
 	OpRefund    Op = "refund"
+	// OpRetrieveRefund reads a refund back; only it tells whether a refund succeeded.
+	OpRetrieveRefund Op = "retrieve_refund"
 )
 
-// Declined means the card issuer (or the buyer's authentication) refused this attempt. It is
-// definitive for the attempt; the buyer may try again with another payment method, which is
-// a new attempt with a new idempotency key.
+// Declined means the refusal is about the buyer's payment method: the card issuer declined,
+// the card details are wrong or expired, the buyer failed authentication, or the method is
+// not usable for this payment. It is definitive for the attempt; the buyer may try again with
+// another payment method, which is a new attempt with a new idempotency key. Nothing about
+// our own system is wrong when a payment is Declined.
 type Declined struct {
 	Op              Op
 	PaymentIntentID string
@@ -49,12 +53,18 @@ func (e *Declined) Error() string {
 	return msg
 }
 
-// Failed means the provider refused the request itself and acted on nothing: invalid
-// parameters, an object in the wrong state, an idempotency key reused with other parameters,
-// bad credentials. Repeating the same request cannot succeed.
+// Failed means the provider refused the request itself, for a reason that is not about the
+// buyer's payment method, and acted on nothing: our credentials or permissions, invalid
+// parameters, an object in the wrong state, an idempotency key reused with other parameters.
+// Repeating the same request cannot succeed, and the buyer cannot fix it: a caller must never
+// report a Failed outcome to the buyer as a decline (a rotated API key would otherwise
+// "decline" every buyer). Category says which kind of system failure it is, for metrics and
+// alarms.
 type Failed struct {
 	Op         Op
 	HTTPStatus int
+	// Category names the kind of failure; the adapter always sets it.
+	Category FailureCategory
 	// Type is the provider's error type ("invalid_request_error", "idempotency_error", …)
 	// and Code its error code ("payment_intent_unexpected_state", "resource_missing", …).
 	Type    string
@@ -65,8 +75,36 @@ type Failed struct {
 	RequestID string
 }
 
+// FailureCategory classifies a *Failed outcome. Each category points at a different owner:
+// authentication and permission at the deployment's credentials, invalid_request and
+// idempotency at our code, object_state and not_found at the saga's view of the payment.
+type FailureCategory string
+
+// Failure categories.
+const (
+	// FailureAuthentication: the API key is missing, invalid, expired or revoked.
+	FailureAuthentication FailureCategory = "authentication"
+	// FailurePermission: the key or account may not perform this request.
+	FailurePermission FailureCategory = "permission"
+	// FailureInvalidRequest: our request is malformed or its parameters are invalid.
+	FailureInvalidRequest FailureCategory = "invalid_request"
+	// FailureIdempotency: the idempotency key was first used with other parameters.
+	FailureIdempotency FailureCategory = "idempotency"
+	// FailureObjectState: the payment, charge or account is in a state that refuses the
+	// operation (capture after cancel, refund of a refunded charge, …).
+	FailureObjectState FailureCategory = "object_state"
+	// FailureNotFound: the object does not exist (for this account and mode).
+	FailureNotFound FailureCategory = "not_found"
+	// FailureOther: any other definitive refusal, such as a 4xx api_error.
+	FailureOther FailureCategory = "other"
+)
+
 func (e *Failed) Error() string {
-	msg := fmt.Sprintf("payment %s failed: %s", e.Op, e.Type)
+	msg := fmt.Sprintf("payment %s failed", e.Op)
+	if e.Category != "" {
+		msg += " (" + string(e.Category) + ")"
+	}
+	msg += ": " + e.Type
 	if e.Code != "" {
 		msg += "/" + e.Code
 	}
@@ -80,7 +118,9 @@ func (e *Failed) Error() string {
 }
 
 // NotFound reports whether the provider said the object does not exist.
-func (e *Failed) NotFound() bool { return e.Code == "resource_missing" || e.HTTPStatus == 404 }
+func (e *Failed) NotFound() bool {
+	return e.Category == FailureNotFound || e.Code == "resource_missing" || e.HTTPStatus == 404
+}
 
 // Uncertain means nobody knows whether the provider acted: a timeout, a dropped connection,
 // a 5xx, rate limiting that outlasted the client's retries, or the same idempotency key
@@ -131,12 +171,11 @@ type WebhookReason string
 
 // Reasons for rejecting a webhook.
 const (
-	WebhookNotSigned          WebhookReason = "not_signed"
-	WebhookInvalidHeader      WebhookReason = "invalid_signature_header"
-	WebhookBadSignature       WebhookReason = "bad_signature"
-	WebhookStaleTimestamp     WebhookReason = "stale_timestamp"
-	WebhookMalformedBody      WebhookReason = "malformed_body"
-	WebhookAPIVersionMismatch WebhookReason = "api_version_mismatch"
+	WebhookNotSigned      WebhookReason = "not_signed"
+	WebhookInvalidHeader  WebhookReason = "invalid_signature_header"
+	WebhookBadSignature   WebhookReason = "bad_signature"
+	WebhookStaleTimestamp WebhookReason = "stale_timestamp"
+	WebhookMalformedBody  WebhookReason = "malformed_body"
 )
 
 func (e *WebhookRejected) Error() string {

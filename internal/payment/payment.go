@@ -18,9 +18,10 @@ import (
 type State = reservation.PaymentState
 
 // Payment states, re-exported for adapters. A provider only ever reports AUTHORIZING,
-// AUTHORIZED, PAID, FAILED, CANCELED and REFUNDED; NOT_STARTED, CAPTURE_PENDING and
-// UNKNOWN_NEEDS_RECONCILIATION are states the saga records about its own progress and
-// knowledge.
+// AUTHORIZED, PAID, FAILED, CANCELED and REFUNDED; NOT_STARTED, CAPTURE_PENDING,
+// REFUND_PENDING and UNKNOWN_NEEDS_RECONCILIATION are states the saga records about its own
+// progress and knowledge (a PaymentIntent cannot show a pending refund apart from a
+// succeeded one; RetrieveRefund can).
 const (
 	StateNotStarted                 = reservation.NotStarted
 	StateAuthorizing                = reservation.Authorizing
@@ -30,6 +31,7 @@ const (
 	StateFailed                     = reservation.Failed
 	StateCanceled                   = reservation.Canceled
 	StateRefunded                   = reservation.Refunded
+	StateRefundPending              = reservation.RefundPending
 	StateUnknownNeedsReconciliation = reservation.UnknownNeedsReconciliation
 )
 
@@ -130,13 +132,28 @@ func (r CancelRequest) Validate() error {
 }
 
 // RefundRequest returns captured money. Amount 0 refunds everything not yet refunded.
+//
+// Attempt numbers start at 1 (a value below 1 counts as 1, so callers written before attempts
+// existed keep their meaning); each attempt has its own idempotency key. The caller moves to
+// the next attempt only after RetrieveRefund showed the attempt's refund FAILED (or
+// canceled) at the provider, and repeats the attempt after an unanswered call, so a retried
+// call acts at most once and a failed refund never blocks the next one.
 type RefundRequest struct {
 	ReservationID   string
 	PaymentIntentID string
 	Amount          int64
+	Attempt         int
 	// Reason is Stripe's refund reason vocabulary: "duplicate", "fraudulent" or
 	// "requested_by_customer"; empty sends none.
 	Reason string
+}
+
+// EffectiveAttempt is the attempt the request stands for: Attempt, or 1 when it is below 1.
+func (r RefundRequest) EffectiveAttempt() int {
+	if r.Attempt < 1 {
+		return 1
+	}
+	return r.Attempt
 }
 
 // Authorization is the provider's truth about a reservation's payment at the time of a call.
@@ -149,7 +166,9 @@ type Authorization struct {
 	Amount         int64
 	Currency       string
 	// AmountCapturable is what can still be captured; AmountReceived what was captured;
-	// AmountRefunded what was returned.
+	// AmountRefunded what the provider accepted to return. At Stripe that includes refunds
+	// still pending, which may yet fail and give the money back to the merchant: only
+	// RetrieveRefund tells whether a refund succeeded.
 	AmountCapturable int64
 	AmountReceived   int64
 	AmountRefunded   int64
@@ -168,17 +187,37 @@ type Authorization struct {
 	Created      time.Time
 }
 
-// Refund is a refund the provider accepted.
+// RefundStatus is a refund's status as the provider reports it. It is an alias of string so
+// that Refund.Status stays a plain string for the callers that build messages from it.
+type RefundStatus = string
+
+// Refund statuses, as Stripe names them. Only RefundSucceeded means the buyer has the money
+// back; RefundPending and RefundRequiresAction may still end failed or canceled, and a
+// failed or canceled refund left the money with the merchant.
+const (
+	RefundPending        RefundStatus = "pending"
+	RefundSucceeded      RefundStatus = "succeeded"
+	RefundFailed         RefundStatus = "failed"
+	RefundCanceled       RefundStatus = "canceled"
+	RefundRequiresAction RefundStatus = "requires_action"
+)
+
+// Refund is a refund the provider accepted, as it stood when it was read. Accepted is not
+// settled: Status says whether the money actually went back.
 type Refund struct {
 	RefundID        string
 	PaymentIntentID string
 	ReservationID   string
 	Amount          int64
 	Currency        string
-	// Status is the provider's refund status: "succeeded", "pending", "requires_action",
-	// "failed" or "canceled".
-	Status string
-	// Authorization is the payment after the refund when the adapter could read it back.
+	// Status is one of the Refund* statuses.
+	Status RefundStatus
+	// FailureReason is the provider's reason for a failed refund ("expired_or_canceled_card",
+	// "lost_or_stolen_card", …); empty otherwise.
+	FailureReason string
+	// Authorization is the payment after the refund when the adapter could read it back
+	// (Refund does, RetrieveRefund does not). Its REFUNDED state and AmountRefunded count a
+	// pending refund too.
 	Authorization *Authorization
 }
 
@@ -199,7 +238,12 @@ type Provider interface {
 	Retrieve(ctx context.Context, paymentIntentID string) (Authorization, error)
 	Capture(ctx context.Context, req CaptureRequest) (Authorization, error)
 	Cancel(ctx context.Context, req CancelRequest) (Authorization, error)
+	// Refund asks the provider to return captured money. A nil error means the provider
+	// accepted the refund, not that it succeeded: a pending refund can still fail.
 	Refund(ctx context.Context, req RefundRequest) (Refund, error)
+	// RetrieveRefund reads a refund's current status. It is the only way to learn whether a
+	// refund succeeded, because the PaymentIntent counts a pending refund as refunded.
+	RetrieveRefund(ctx context.Context, refundID string) (Refund, error)
 }
 
 // WebhookVerifier checks a provider's webhook signature and decodes the event.
@@ -219,10 +263,20 @@ type Event struct {
 	// charge/refund that points to one); either may be empty for unrelated events.
 	PaymentIntentID string
 	ReservationID   string
+	// RefundID is set when the event's object is a refund (refund.failed,
+	// charge.refund.updated, …): pass it to RetrieveRefund.
+	RefundID string
 	// ProviderStatus and State describe the object as it was when the event was created,
-	// which may already be stale.
+	// which may already be stale. For a refund ProviderStatus is the refund's status and
+	// State is empty; for a charge, State is REFUNDED once refunds (pending ones included)
+	// cover it.
 	ProviderStatus string
 	State          State
 	LiveMode       bool
-	APIVersion     string
+	// APIVersion is the API version the provider rendered the event for (empty when the
+	// event does not say). APIVersionMismatch reports that it differs from the version the
+	// adapter pins; such an event is still accepted, since only fields that every version
+	// shares are read, but the endpoint's version should be brought in line.
+	APIVersion         string
+	APIVersionMismatch bool
 }

@@ -52,7 +52,8 @@ func TestOutcomesMatchThroughWrapping(t *testing.T) {
 	}{
 		{"uncertain", &payment.Uncertain{Op: payment.OpCapture, PaymentIntentID: "pi_1", Reason: "connection", Err: cause}, true, false, "capture outcome unknown (connection) for pi_1"},
 		{"declined", &payment.Declined{Op: payment.OpConfirm, Code: "card_declined", DeclineCode: "insufficient_funds"}, false, true, "declined: card_declined (insufficient_funds)"},
-		{"failed", &payment.Failed{Op: payment.OpCancel, Type: "invalid_request_error", Code: "payment_intent_unexpected_state", HTTPStatus: 400}, false, false, "invalid_request_error/payment_intent_unexpected_state (HTTP 400)"},
+		{"failed", &payment.Failed{Op: payment.OpCancel, Category: payment.FailureObjectState, Type: "invalid_request_error", Code: "payment_intent_unexpected_state", HTTPStatus: 400},
+			false, false, "cancel failed (object_state): invalid_request_error/payment_intent_unexpected_state (HTTP 400)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +74,7 @@ func TestOutcomesMatchThroughWrapping(t *testing.T) {
 func TestStatesAreTheReservationStates(t *testing.T) {
 	ours := []payment.State{payment.StateNotStarted, payment.StateAuthorizing, payment.StateAuthorized,
 		payment.StateCapturePending, payment.StatePaid, payment.StateFailed, payment.StateCanceled,
-		payment.StateRefunded, payment.StateUnknownNeedsReconciliation}
+		payment.StateRefunded, payment.StateRefundPending, payment.StateUnknownNeedsReconciliation}
 	theirs := reservation.PaymentStates()
 	if len(ours) != len(theirs) {
 		t.Fatalf("%d states here, %d in reservation", len(ours), len(theirs))
@@ -81,6 +82,32 @@ func TestStatesAreTheReservationStates(t *testing.T) {
 	for i := range ours {
 		if ours[i] != theirs[i] || !ours[i].Valid() {
 			t.Fatalf("state %d: %s vs %s", i, ours[i], theirs[i])
+		}
+	}
+}
+
+func TestRefundAttemptBelowOneCountsAsTheFirst(t *testing.T) {
+	for attempt, want := range map[int]int{-3: 1, 0: 1, 1: 1, 2: 2, 17: 17} {
+		if got := (payment.RefundRequest{Attempt: attempt}).EffectiveAttempt(); got != want {
+			t.Errorf("Attempt %d: EffectiveAttempt() = %d, want %d", attempt, got, want)
+		}
+	}
+}
+
+func TestFailedNotFoundByCategoryCodeOrStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		err  payment.Failed
+		want bool
+	}{
+		{"category", payment.Failed{Category: payment.FailureNotFound}, true},
+		{"code", payment.Failed{Code: "resource_missing"}, true},
+		{"status", payment.Failed{HTTPStatus: 404}, true},
+		{"object state", payment.Failed{Category: payment.FailureObjectState, Code: "charge_already_refunded", HTTPStatus: 400}, false},
+	}
+	for _, tc := range tests {
+		if got := tc.err.NotFound(); got != tc.want {
+			t.Errorf("%s: NotFound() = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

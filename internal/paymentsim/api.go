@@ -104,7 +104,7 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		ep, act = EndpointCreateRefund, func() response { return s.createRefund(params, req) }
 	default:
 		if m := refundPath.FindStringSubmatch(r.URL.Path); m != nil && r.Method == http.MethodGet {
-			ep, act = EndpointRetrieveRefund, func() response { return s.retrieveRefund(m[1]) }
+			ep, act = EndpointRetrieveRefund, func() response { return s.retrieveRefund(m[1], params) }
 			break
 		}
 		resp := invalidRequest("", "", fmt.Sprintf("Unrecognized request URL (%s: %s).", r.Method, r.URL.Path))

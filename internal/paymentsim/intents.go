@@ -416,18 +416,69 @@ func (s *Sim) createRefund(params url.Values, req requestInfo) response {
 	}
 	r := &refund{
 		id: s.newID("re"), charge: ch.id, intent: pi.id, amount: amount, currency: pi.currency,
-		reason: params.Get("reason"), status: "succeeded", metadata: dict(params, "metadata"), created: s.now(),
+		reason: params.Get("reason"), status: RefundStatusSucceeded, metadata: dict(params, "metadata"), created: s.now(),
+	}
+	fails := methods[ch.paymentMethod].refundFails
+	if fails || s.opts.RefundDelay > 0 {
+		r.status = RefundStatusPending
 	}
 	s.refunds[r.id] = r
+	// Stripe counts a pending refund in amount_refunded at once, and takes it back out if
+	// the refund fails.
 	ch.amountRefunded += amount
 	ch.refundIDs = append(ch.refundIDs, r.id)
-	s.record(MovementRefunded, pi, ch.id, r.id, amount)
+	if r.status == RefundStatusSucceeded {
+		s.record(MovementRefunded, pi, ch.id, r.id, amount)
+	} else {
+		s.record(MovementRefundPending, pi, ch.id, r.id, amount)
+	}
 	s.emit("charge.refunded", s.renderCharge(ch), req)
+	switch {
+	case r.status == RefundStatusSucceeded:
+	case s.opts.RefundDelay > 0:
+		id := r.id
+		s.after(s.opts.RefundDelay, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.settleRefund(id, requestInfo{})
+			s.scheduleDeliveries()
+		})
+	default:
+		// Without a delay the failing refund settles inside this call, after being pending
+		// for no time, so the answer already shows it failed.
+		s.settleRefund(r.id, req)
+	}
 	return ok(s.renderRefund(r))
 }
 
+// settleRefund ends a pending refund: failed for a PaymentMethodRefundFail charge, else
+// succeeded. It emits charge.refund.updated and refund.failed or refund.updated, as Stripe
+// does when a refund changes status. Must hold s.mu.
+func (s *Sim) settleRefund(id string, req requestInfo) {
+	r := s.refunds[id]
+	if r == nil || r.status != RefundStatusPending {
+		return
+	}
+	ch, pi := s.charges[r.charge], s.intents[r.intent]
+	if methods[ch.paymentMethod].refundFails {
+		r.status, r.failureReason = RefundStatusFailed, refundFailureReason
+		ch.amountRefunded -= r.amount
+		s.record(MovementRefundFailed, pi, ch.id, r.id, r.amount)
+		s.emit("charge.refund.updated", s.renderRefund(r), req)
+		s.emit("refund.failed", s.renderRefund(r), req)
+		return
+	}
+	r.status = RefundStatusSucceeded
+	s.record(MovementRefunded, pi, ch.id, r.id, r.amount)
+	s.emit("charge.refund.updated", s.renderRefund(r), req)
+	s.emit("refund.updated", s.renderRefund(r), req)
+}
+
 // retrieveRefund serves GET /v1/refunds/{id}.
-func (s *Sim) retrieveRefund(id string) response {
+func (s *Sim) retrieveRefund(id string, params url.Values) response {
+	if bad := checkParams(params, "expand["); bad != nil {
+		return *bad
+	}
 	r := s.refunds[id]
 	if r == nil {
 		resp := invalidRequest("resource_missing", "id", "No such refund: '"+id+"'")

@@ -10,13 +10,18 @@ type MovementKind string
 
 // Movement kinds. Authorized money is held on the card; captured is taken; voided is
 // released (cancel, the uncaptured rest of a partial capture, a lapsed authorization);
-// refunded is returned after capture. Declined records a refused attempt (no money moves).
+// refunded is returned after capture, once the refund succeeded. A refund that does not
+// settle at once is first recorded as refund_pending (no money moves yet) and later as
+// refunded or refund_failed (the merchant keeps the money). Declined records a refused
+// attempt (no money moves).
 const (
-	MovementAuthorized MovementKind = "authorized"
-	MovementCaptured   MovementKind = "captured"
-	MovementVoided     MovementKind = "voided"
-	MovementRefunded   MovementKind = "refunded"
-	MovementDeclined   MovementKind = "declined"
+	MovementAuthorized    MovementKind = "authorized"
+	MovementCaptured      MovementKind = "captured"
+	MovementVoided        MovementKind = "voided"
+	MovementRefunded      MovementKind = "refunded"
+	MovementRefundPending MovementKind = "refund_pending"
+	MovementRefundFailed  MovementKind = "refund_failed"
+	MovementDeclined      MovementKind = "declined"
 )
 
 // Movement is one entry of the ledger.
@@ -42,16 +47,25 @@ type LedgerEntry struct {
 	Authorized int64
 	Captured   int64
 	Voided     int64
-	Refunded   int64
+	// Refunded is what succeeded refunds returned. RefundPendingAmount is what refunds
+	// still pending would return (not yet money moved); RefundFailedAmount what failed
+	// refunds did not return.
+	Refunded            int64
+	RefundPendingAmount int64
+	RefundFailedAmount  int64
 	// Captures, Refunds and Declines count the operations, so a double capture shows even
-	// if amounts were to cancel out.
-	Captures int
-	Refunds  int
-	Declines int
-	Created  time.Time
+	// if amounts were to cancel out. Refunds counts succeeded refunds; RefundsPending those
+	// still pending and RefundsFailed those that failed.
+	Captures       int
+	Refunds        int
+	RefundsPending int
+	RefundsFailed  int
+	Declines       int
+	Created        time.Time
 }
 
-// Net is what the merchant kept: captured minus refunded.
+// Net is what the merchant kept: captured minus what succeeded refunds returned. Pending
+// refunds do not count, since they may still fail.
 func (e LedgerEntry) Net() int64 { return e.Captured - e.Refunded }
 
 // Held is what is still authorized and neither captured nor released.
@@ -93,8 +107,12 @@ func (l Ledger) ByReservation() map[string]LedgerEntry {
 		sum.Captured += e.Captured
 		sum.Voided += e.Voided
 		sum.Refunded += e.Refunded
+		sum.RefundPendingAmount += e.RefundPendingAmount
+		sum.RefundFailedAmount += e.RefundFailedAmount
 		sum.Captures += e.Captures
 		sum.Refunds += e.Refunds
+		sum.RefundsPending += e.RefundsPending
+		sum.RefundsFailed += e.RefundsFailed
 		sum.Declines += e.Declines
 		out[e.ReservationID] = sum
 	}
@@ -121,6 +139,16 @@ func (s *Sim) Ledger() Ledger {
 			Created:         pi.created,
 		}
 	}
+	// pending holds the refunds recorded pending and not settled yet, so their settlement
+	// moves them out of the pending sums.
+	pending := map[string]bool{}
+	settle := func(e *LedgerEntry, m Movement) {
+		if pending[m.RefundID] {
+			delete(pending, m.RefundID)
+			e.RefundPendingAmount -= m.Amount
+			e.RefundsPending--
+		}
+	}
 	for _, m := range s.movements {
 		e := entries[m.PaymentIntentID]
 		switch m.Kind {
@@ -131,9 +159,18 @@ func (s *Sim) Ledger() Ledger {
 			e.Captures++
 		case MovementVoided:
 			e.Voided += m.Amount
+		case MovementRefundPending:
+			pending[m.RefundID] = true
+			e.RefundPendingAmount += m.Amount
+			e.RefundsPending++
 		case MovementRefunded:
+			settle(e, m)
 			e.Refunded += m.Amount
 			e.Refunds++
+		case MovementRefundFailed:
+			settle(e, m)
+			e.RefundFailedAmount += m.Amount
+			e.RefundsFailed++
 		case MovementDeclined:
 			e.Declines++
 		}

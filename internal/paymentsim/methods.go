@@ -1,8 +1,9 @@
 package paymentsim
 
 // Payment methods the simulator understands. The pm_card_* names are Stripe's own test
-// payment methods and behave as they do in Stripe's test mode; the pm_sim_* names cover
-// behaviours Stripe's test mode has no fixed card for.
+// payment methods and behave as they do in Stripe's test mode (pm_card_refundFail is named
+// after Stripe's test card 4000000000005126, which has no pm_card_* token); the pm_sim_*
+// names cover behaviours Stripe's test mode has no fixed card for.
 const (
 	// PaymentMethodVisa always authorizes.
 	PaymentMethodVisa       = "pm_card_visa"
@@ -26,7 +27,16 @@ const (
 	// PaymentMethodAuthorizeLate stays processing for Options.LateAuthorizationDelay, then
 	// authorizes: the late success the saga must reconcile.
 	PaymentMethodAuthorizeLate = "pm_sim_authorizeLate"
+	// PaymentMethodRefundFail authorizes and captures like PaymentMethodVisa, but every
+	// refund of it fails asynchronously, as with Stripe's test card 4000000000005126: the
+	// refund is accepted pending, then after Options.RefundDelay turns failed with
+	// failure_reason expired_or_canceled_card and the charge's amount_refunded goes back
+	// down, so the merchant keeps the money.
+	PaymentMethodRefundFail = "pm_card_refundFail"
 )
+
+// refundFailureReason is the failure_reason of a PaymentMethodRefundFail refund.
+const refundFailureReason = "expired_or_canceled_card"
 
 type behaviour int
 
@@ -44,6 +54,7 @@ type cardInfo struct{ brand, last4 string }
 type methodSpec struct {
 	behaviour   behaviour
 	card        cardInfo
+	refundFails bool
 	code        string
 	declineCode string
 	message     string
@@ -62,4 +73,5 @@ var methods = map[string]methodSpec{
 	PaymentMethodThreeDSecureAbandoned: {behaviour: threeDSNever, card: cardInfo{"visa", "3220"}},
 	PaymentMethodThreeDSecureFails:     {behaviour: threeDSFails, card: cardInfo{"visa", "3063"}},
 	PaymentMethodAuthorizeLate:         {behaviour: authorizesLate, card: cardInfo{"visa", "1234"}},
+	PaymentMethodRefundFail:            {behaviour: authorizes, card: cardInfo{"visa", "5126"}, refundFails: true},
 }

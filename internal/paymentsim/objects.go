@@ -59,16 +59,24 @@ type charge struct {
 }
 
 type refund struct {
-	id       string
-	charge   string
-	intent   string
-	amount   int64
-	currency string
-	reason   string
-	status   string
-	metadata map[string]string
-	created  time.Time
+	id            string
+	charge        string
+	intent        string
+	amount        int64
+	currency      string
+	reason        string
+	status        string // pending, succeeded or failed
+	failureReason string
+	metadata      map[string]string
+	created       time.Time
 }
+
+// Refund statuses, as Stripe names them; the simulator uses these three.
+const (
+	RefundStatusPending   = "pending"
+	RefundStatusSucceeded = "succeeded"
+	RefundStatusFailed    = "failed"
+)
 
 func (s *Sim) renderIntent(pi *intent, expandCharge bool) map[string]any {
 	var latest any
@@ -165,7 +173,7 @@ func (s *Sim) renderCharge(ch *charge) map[string]any {
 }
 
 func (s *Sim) renderRefund(r *refund) map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"id":             r.id,
 		"object":         "refund",
 		"amount":         r.amount,
@@ -177,6 +185,11 @@ func (s *Sim) renderRefund(r *refund) map[string]any {
 		"reason":         nullable(r.reason),
 		"status":         r.status,
 	}
+	// Stripe renders failure_reason only on a failed refund.
+	if r.status == RefundStatusFailed {
+		m["failure_reason"] = r.failureReason
+	}
+	return m
 }
 
 func nullable(s string) any {

@@ -1,13 +1,15 @@
 // Package paymentsim is a stateful, Stripe-compatible payment simulator: an HTTP server that
 // speaks the part of Stripe's API seatsaga's adapter uses (PaymentIntents with manual
 // capture, refunds), with Stripe's status machine, error bodies and idempotency rules, test
-// payment methods that authorize, decline, demand 3-D Secure or authorize late, signed
-// webhooks delivered at least once (duplicated, reordered, delayed, retried), injectable
-// faults, and a ledger of every money movement for the invariant checker.
+// payment methods that authorize, decline, demand 3-D Secure, authorize late or refuse their
+// refunds, refunds that stay pending before they settle, signed webhooks delivered at least
+// once (duplicated, reordered, delayed, retried), injectable faults, and a ledger of every
+// money movement for the invariant checker.
 //
-// Business delays (3-D Secure completion, late authorization, webhook delays and retries)
-// run on the injected clock, so a fake clock drives them in tests; HTTP-level faults
-// (latency, holding a lost response) use real time because the client's timeouts do.
+// Business delays (3-D Secure completion, late authorization, refund settlement, webhook
+// delays and retries) run on the injected clock, so a fake clock drives them in tests;
+// HTTP-level faults (latency, holding a lost response) use real time because the client's
+// timeouts do.
 package paymentsim
 
 import (
@@ -38,6 +40,11 @@ type Options struct {
 	ThreeDSDelay time.Duration
 	// LateAuthorizationDelay is how long PaymentMethodAuthorizeLate stays processing; default 30 s.
 	LateAuthorizationDelay time.Duration
+	// RefundDelay is how long a refund stays pending before it settles: succeeded, or failed
+	// for PaymentMethodRefundFail. Zero (the default, unlike the other delays) settles every
+	// refund within the call that creates it, so a refund succeeds at once, as card refunds
+	// usually do at Stripe, and a PaymentMethodRefundFail refund is answered failed.
+	RefundDelay time.Duration
 	// RefuseCancelWhileProcessing makes a cancel of a processing PaymentIntent fail with
 	// payment_intent_unexpected_state, stored under its idempotency key, as Stripe does in all
 	// but rare cases; by default such a cancel goes through.

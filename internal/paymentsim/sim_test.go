@@ -436,3 +436,178 @@ func TestStartAndClose(t *testing.T) {
 	}
 	sim.Close() // idempotent
 }
+
+// capturedIntent authorizes and captures 1000 for res with pm.
+func (rg *rig) capturedIntent(res, pm string) string {
+	rg.t.Helper()
+	id := rg.createIntent(res, "1000")
+	if r := rg.confirm(id, res+":confirm:1", pm); r.status != 200 {
+		rg.t.Fatalf("confirm: %d %v", r.status, r.body)
+	}
+	if r := rg.call("POST", "/v1/payment_intents/"+id+"/capture", res+":capture", nil); r.status != 200 {
+		rg.t.Fatalf("capture: %d %v", r.status, r.body)
+	}
+	return id
+}
+
+// latestCharge reads the PaymentIntent's charge.
+func (rg *rig) latestCharge(id string) map[string]any {
+	rg.t.Helper()
+	r := rg.call("GET", "/v1/payment_intents/"+id, "", url.Values{"expand[0]": {"latest_charge"}})
+	ch, _ := r.body["latest_charge"].(map[string]any)
+	if ch == nil {
+		rg.t.Fatalf("no charge: %v", r.body)
+	}
+	return ch
+}
+
+// eventsAfter returns the types and data objects of the events emitted after the first n.
+func (rg *rig) eventsAfter(n int) ([]string, []map[string]any) {
+	rg.t.Helper()
+	var (
+		types   []string
+		objects []map[string]any
+	)
+	for _, ev := range rg.sim.Events()[n:] {
+		var body struct {
+			Data struct {
+				Object map[string]any `json:"object"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(ev.Payload, &body); err != nil {
+			rg.t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+		objects = append(objects, body.Data.Object)
+	}
+	return types, objects
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRefundSettlement(t *testing.T) {
+	t.Run("without a delay a refund succeeds at once", func(t *testing.T) {
+		rg := newRig(t, paymentsim.Options{})
+		id := rg.capturedIntent("rs1", paymentsim.PaymentMethodVisa)
+		before := len(rg.sim.Events())
+		r := rg.call("POST", "/v1/refunds", "rs1:refund:1", url.Values{"payment_intent": {id}})
+		if r.status != 200 || r.str("status") != paymentsim.RefundStatusSucceeded || r.body["failure_reason"] != nil {
+			t.Fatalf("refund: %d %v", r.status, r.body)
+		}
+		if types, _ := rg.eventsAfter(before); !sameStrings(types, []string{"charge.refunded"}) {
+			t.Fatalf("events %v", types)
+		}
+		e := rg.sim.Ledger().ForReservation("rs1")[0]
+		if e.Refunded != 1000 || e.Refunds != 1 || e.RefundsPending != 0 || e.RefundPendingAmount != 0 || e.Net() != 0 {
+			t.Fatalf("ledger: %+v", e)
+		}
+	})
+
+	t.Run("with a delay a refund is pending, counted in amount_refunded, and succeeds after the delay", func(t *testing.T) {
+		rg := newRig(t, paymentsim.Options{RefundDelay: time.Hour})
+		id := rg.capturedIntent("rs2", paymentsim.PaymentMethodVisa)
+		r := rg.call("POST", "/v1/refunds", "rs2:refund:1", url.Values{"payment_intent": {id}, "amount": {"400"}})
+		if r.status != 200 || r.str("status") != paymentsim.RefundStatusPending {
+			t.Fatalf("refund: %d %v", r.status, r.body)
+		}
+		refundID := r.str("id")
+		if ch := rg.latestCharge(id); ch["amount_refunded"] != float64(400) {
+			t.Fatalf("charge while pending: %v", ch)
+		}
+		e := rg.sim.Ledger().ForReservation("rs2")[0]
+		if e.Refunded != 0 || e.RefundsPending != 1 || e.RefundPendingAmount != 400 || e.Net() != 1000 {
+			t.Fatalf("ledger while pending: %+v", e)
+		}
+		before := len(rg.sim.Events())
+		rg.clock.Advance(time.Hour - time.Second)
+		if got := rg.call("GET", "/v1/refunds/"+refundID, "", nil); got.str("status") != paymentsim.RefundStatusPending {
+			t.Fatalf("before the delay: %v", got.body)
+		}
+		rg.clock.Advance(time.Second)
+		if got := rg.call("GET", "/v1/refunds/"+refundID, "", nil); got.str("status") != paymentsim.RefundStatusSucceeded {
+			t.Fatalf("after the delay: %v", got.body)
+		}
+		types, objects := rg.eventsAfter(before)
+		if !sameStrings(types, []string{"charge.refund.updated", "refund.updated"}) ||
+			objects[0]["id"] != refundID || objects[0]["status"] != paymentsim.RefundStatusSucceeded {
+			t.Fatalf("events %v %v", types, objects)
+		}
+		if ch := rg.latestCharge(id); ch["amount_refunded"] != float64(400) {
+			t.Fatalf("charge after success: %v", ch)
+		}
+		e = rg.sim.Ledger().ByReservation()["rs2"]
+		if e.Refunded != 400 || e.Refunds != 1 || e.RefundsPending != 0 || e.RefundPendingAmount != 0 || e.Net() != 600 {
+			t.Fatalf("ledger after success: %+v", e)
+		}
+	})
+
+	t.Run("pm_card_refundFail: pending, then failed after the delay; the merchant keeps the money", func(t *testing.T) {
+		rg := newRig(t, paymentsim.Options{RefundDelay: time.Minute})
+		id := rg.capturedIntent("rs3", paymentsim.PaymentMethodRefundFail)
+		r := rg.call("POST", "/v1/refunds", "rs3:refund:1", url.Values{"payment_intent": {id}})
+		if r.status != 200 || r.str("status") != paymentsim.RefundStatusPending {
+			t.Fatalf("refund: %d %v", r.status, r.body)
+		}
+		refundID := r.str("id")
+		if ch := rg.latestCharge(id); ch["amount_refunded"] != float64(1000) || ch["refunded"] != true {
+			t.Fatalf("charge while pending: %v", ch)
+		}
+		before := len(rg.sim.Events())
+		rg.clock.Advance(time.Minute)
+		got := rg.call("GET", "/v1/refunds/"+refundID, "", nil)
+		if got.str("status") != paymentsim.RefundStatusFailed || got.str("failure_reason") != "expired_or_canceled_card" {
+			t.Fatalf("after the delay: %v", got.body)
+		}
+		if ch := rg.latestCharge(id); ch["amount_refunded"] != float64(0) || ch["refunded"] != false {
+			t.Fatalf("charge after the failure: %v", ch)
+		}
+		if pi := rg.call("GET", "/v1/payment_intents/"+id, "", nil); pi.str("status") != paymentsim.StatusSucceeded {
+			t.Fatalf("payment after the failure: %v", pi.body)
+		}
+		types, objects := rg.eventsAfter(before)
+		if !sameStrings(types, []string{"charge.refund.updated", "refund.failed"}) ||
+			objects[1]["id"] != refundID || objects[1]["status"] != paymentsim.RefundStatusFailed ||
+			objects[1]["failure_reason"] != "expired_or_canceled_card" || objects[1]["payment_intent"] != id {
+			t.Fatalf("events %v %v", types, objects)
+		}
+		e := rg.sim.Ledger().ForReservation("rs3")[0]
+		if e.Refunded != 0 || e.Refunds != 0 || e.RefundsPending != 0 || e.RefundsFailed != 1 || e.RefundFailedAmount != 1000 || e.Net() != 1000 {
+			t.Fatalf("ledger after the failure: %+v", e)
+		}
+		// The failed amount is refundable again, under a new key.
+		if again := rg.call("POST", "/v1/refunds", "rs3:refund:2", url.Values{"payment_intent": {id}}); again.status != 200 ||
+			again.num("amount") != 1000 || again.str("id") == refundID {
+			t.Fatalf("second refund: %d %v", again.status, again.body)
+		}
+	})
+
+	t.Run("pm_card_refundFail without a delay: the refund is answered failed", func(t *testing.T) {
+		rg := newRig(t, paymentsim.Options{})
+		id := rg.capturedIntent("rs4", paymentsim.PaymentMethodRefundFail)
+		before := len(rg.sim.Events())
+		r := rg.call("POST", "/v1/refunds", "rs4:refund:1", url.Values{"payment_intent": {id}})
+		if r.status != 200 || r.str("status") != paymentsim.RefundStatusFailed || r.str("failure_reason") != "expired_or_canceled_card" {
+			t.Fatalf("refund: %d %v", r.status, r.body)
+		}
+		if types, _ := rg.eventsAfter(before); !sameStrings(types, []string{"charge.refunded", "charge.refund.updated", "refund.failed"}) {
+			t.Fatalf("events %v", types)
+		}
+		if ch := rg.latestCharge(id); ch["amount_refunded"] != float64(0) {
+			t.Fatalf("charge: %v", ch)
+		}
+		e := rg.sim.Ledger().ForReservation("rs4")[0]
+		if e.RefundsFailed != 1 || e.RefundsPending != 0 || e.RefundPendingAmount != 0 || e.Refunded != 0 || e.Net() != 1000 {
+			t.Fatalf("ledger: %+v", e)
+		}
+	})
+}

@@ -4,204 +4,64 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
 )
 
-// fakeStore keeps reservations and seat owners in memory and applies internal/reservation's
-// real transition table and guards, so the steps are tested against the same rules the
-// DynamoDB adapter enforces.
+// fakeStore is sagatest's MemStore, which applies internal/reservation's rules and the DynamoDB
+// store's seat rules (internal/saga/storecontract runs both against the same behaviour), under
+// the names these tests use: res and mu reach the stored reservations, fail injects errors,
+// owner follows the seats' owners and events logs every outbox record as "event:reason" with
+// ":notify" when the customer must hear about it.
 type fakeStore struct {
-	mu     sync.Mutex
+	*sagatest.MemStore
 	now    func() time.Time
-	hold   time.Duration
+	mu     sync.Locker
 	res    map[string]reservation.Reservation
+	fail   map[string]error
 	owner  map[string]string // seat id -> reservation id holding it
-	events []string          // "op:reason[:notify]" in order, like the outbox
-	fail   map[string]error  // op -> error returned once before acting
+	events []string
 }
 
 func newFakeStore(now func() time.Time) *fakeStore {
-	return &fakeStore{now: now, hold: 10 * time.Minute, res: map[string]reservation.Reservation{}, owner: map[string]string{}, fail: map[string]error{}}
-}
-
-func (f *fakeStore) injected(op string) error {
-	if err, ok := f.fail[op]; ok {
-		delete(f.fail, op)
-		return err
-	}
-	return nil
-}
-
-func (f *fakeStore) record(op, reason string, notify bool) {
-	e := op + ":" + reason
-	if notify {
-		e += ":notify"
-	}
-	f.events = append(f.events, e)
-}
-
-func (f *fakeStore) seatTaken(r reservation.Reservation) []string {
-	var taken []string
-	for _, seat := range r.SeatIDs {
-		other, ok := f.owner[seat]
-		if !ok || other == r.ID {
-			continue
-		}
-		o := f.res[other]
-		if o.Inventory == reservation.Confirmed || o.Inventory == reservation.PaymentPending ||
-			(o.Inventory == reservation.Held && o.HoldLive(f.now())) {
-			taken = append(taken, seat)
-		}
-	}
-	return taken
-}
-
-func (f *fakeStore) Claim(_ context.Context, req reservation.ClaimRequest) (reservation.Reservation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.injected("claim"); err != nil {
-		return reservation.Reservation{}, err
-	}
-	if r, ok := f.res[req.ReservationID]; ok {
-		return r, nil
-	}
-	r := reservation.Reservation{ID: req.ReservationID, CustomerID: req.CustomerID, EventID: req.EventID,
-		SeatIDs: slices.Clone(req.SeatIDs), Amount: req.Amount, Currency: req.Currency,
-		HoldExpiresAt: f.now().Add(req.HoldDuration), Inventory: reservation.Held, Payment: reservation.NotStarted,
-		Version: 1, IdempotencyKey: req.IdempotencyKey, CorrelationID: req.CorrelationID}
-	if taken := f.seatTaken(r); len(taken) > 0 {
-		return reservation.Reservation{}, &reservation.SeatUnavailable{EventID: req.EventID, SeatIDs: taken}
-	}
-	for _, seat := range r.SeatIDs {
-		f.owner[seat] = r.ID
-	}
-	f.res[r.ID] = r
-	f.record("SeatsHeld", "", false)
-	return r, nil
-}
-
-func (f *fakeStore) Get(_ context.Context, id string) (reservation.Reservation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.injected("get"); err != nil {
-		return reservation.Reservation{}, err
-	}
-	r, ok := f.res[id]
-	if !ok {
-		return reservation.Reservation{}, &reservation.NotFound{ReservationID: id}
-	}
-	return r, nil
-}
-
-func (f *fakeStore) inventory(op string, id string, g reservation.Guard, ev reservation.InventoryEvent, reason string, notify bool) (reservation.Reservation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.injected(op); err != nil {
-		return reservation.Reservation{}, err
-	}
-	r, ok := f.res[id]
-	if !ok {
-		return reservation.Reservation{}, &reservation.NotFound{ReservationID: id}
-	}
-	if ev == reservation.Reacquire {
-		if taken := f.seatTaken(r); len(taken) > 0 {
-			return r, &reservation.SeatUnavailable{EventID: r.EventID, SeatIDs: taken}
-		}
-	}
-	next, err := r.ApplyInventory(ev, r.Inventory, g, f.now())
-	if err != nil {
-		return r, err
-	}
-	for _, seat := range r.SeatIDs {
-		switch next.Inventory {
-		case reservation.Released:
-			if f.owner[seat] == id {
-				delete(f.owner, seat)
+	f := &fakeStore{now: now, owner: map[string]string{}}
+	// Through f.now, so that a test may swap the clock after construction.
+	f.MemStore = sagatest.NewMemStore(func() time.Time { return f.now() })
+	f.mu, f.res, f.fail = f.MemStore, f.Reservations(), f.Fail
+	f.OnChange = func(c sagatest.Change) {
+		for _, seat := range c.Seats {
+			if seat.ReservationID == "" {
+				delete(f.owner, seat.SeatID)
+			} else {
+				f.owner[seat.SeatID] = seat.ReservationID
 			}
-		default:
-			f.owner[seat] = id
 		}
-	}
-	f.res[id] = next
-	f.record(string(ev), reason, notify)
-	return next, nil
-}
-
-func (f *fakeStore) StartPayment(_ context.Context, id string, g reservation.Guard) (reservation.Reservation, error) {
-	return f.inventory("startPayment", id, g, reservation.StartPayment, "", false)
-}
-
-func (f *fakeStore) Confirm(_ context.Context, id string, g reservation.Guard) (reservation.Reservation, error) {
-	return f.inventory("confirm", id, g, reservation.Confirm, "", false)
-}
-
-func (f *fakeStore) Release(_ context.Context, req ReleaseRequest) (reservation.Reservation, error) {
-	ev := reservation.Release
-	if req.Expired {
-		ev = reservation.Expire
-	}
-	return f.inventory("release", req.ReservationID, req.Guard, ev, req.Reason, req.NotifyCustomer)
-}
-
-func (f *fakeStore) Reacquire(_ context.Context, id string, g reservation.Guard) (reservation.Reservation, error) {
-	return f.inventory("reacquire", id, g, reservation.Reacquire, "late_payment", false)
-}
-
-func (f *fakeStore) UpdatePayment(_ context.Context, u PaymentUpdate) (reservation.Reservation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.injected("updatePayment"); err != nil {
-		return reservation.Reservation{}, err
-	}
-	r, ok := f.res[u.ReservationID]
-	if !ok {
-		return reservation.Reservation{}, &reservation.NotFound{ReservationID: u.ReservationID}
-	}
-	next := r
-	if u.Event == "" {
-		// Like the inventory store's UpdateDetails: fenced by the version, which it keeps.
-		if u.Guard.Version != r.Version {
-			return r, &reservation.StaleVersion{ReservationID: r.ID, Expected: u.Guard.Version, Actual: r.Version}
+		if c.Record == nil {
+			return
 		}
-	} else {
-		var err error
-		if next, err = r.ApplyPayment(u.Event, u.From, u.Guard, f.now()); err != nil {
-			return r, err
+		name := string(c.Record.Type)
+		switch {
+		case c.PaymentEvent != "":
+			name = "Payment" + string(c.PaymentEvent)
+		case c.InventoryEvent != "" && c.InventoryEvent != reservation.Claim:
+			name = string(c.InventoryEvent)
 		}
+		e := name + ":" + c.Reason
+		if c.NotifyCustomer {
+			e += ":notify"
+		}
+		f.events = append(f.events, e)
 	}
-	if u.PaymentIntentID != "" {
-		next.PaymentIntentID = u.PaymentIntentID
-	}
-	if u.TaskToken != "" {
-		next.TaskToken = u.TaskToken
-	}
-	if !u.CaptureBefore.IsZero() {
-		next.CaptureBefore = u.CaptureBefore
-	}
-	if u.CancelAttempts > next.CancelAttempts {
-		next.CancelAttempts = u.CancelAttempts
-	}
-	if u.CustomerCanceled {
-		next.CustomerCanceled = true
-	}
-	f.res[r.ID] = next
-	name := string(u.Event)
-	if name == "" {
-		name = "Record"
-	}
-	f.record("Payment"+name, u.Reason, u.NotifyCustomer)
-	return next, nil
+	return f
 }
 
 func (f *fakeStore) get(id string) reservation.Reservation {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.res[id]
+	r, _ := f.Reservation(id)
+	return r
 }
 
 // fakePayments is a small PaymentIntent state machine with a ledger and injectable outcomes.
@@ -221,11 +81,13 @@ type fakePayments struct {
 	// provider replays to a cancel with the same key; cancelAttempts lists the attempts sent.
 	cancelKeys     map[string]error
 	cancelAttempts []int
+	// refundsByID holds every refund made, as RetrieveRefund answers about it.
+	refundsByID map[string]payment.Refund
 }
 
 func newFakePayments() *fakePayments {
 	return &fakePayments{pis: map[string]*payment.Authorization{}, byRes: map[string]string{}, fail: map[string][]error{},
-		actAndFail: map[string]bool{}, cancelKeys: map[string]error{}}
+		actAndFail: map[string]bool{}, cancelKeys: map[string]error{}, refundsByID: map[string]payment.Refund{}}
 }
 
 func (p *fakePayments) take(op string) error {
@@ -388,7 +250,24 @@ func (p *fakePayments) Refund(_ context.Context, req payment.RefundRequest) (pay
 		p.refunds++
 		p.setStatus(a, "refunded")
 	}
-	return payment.Refund{PaymentIntentID: a.PaymentIntentID, Amount: a.Amount, Status: "succeeded"}, nil
+	rf := payment.Refund{RefundID: fmt.Sprintf("re_%d", len(p.refundsByID)+1), PaymentIntentID: a.PaymentIntentID,
+		ReservationID: req.ReservationID, Amount: a.Amount, Currency: a.Currency, Status: payment.RefundSucceeded}
+	p.refundsByID[rf.RefundID] = rf
+	return rf, nil
+}
+
+// RetrieveRefund reads back a refund Refund made ("retrieveRefund" queues errors).
+func (p *fakePayments) RetrieveRefund(_ context.Context, refundID string) (payment.Refund, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.take("retrieveRefund"); err != nil {
+		return payment.Refund{}, err
+	}
+	rf, ok := p.refundsByID[refundID]
+	if !ok {
+		return payment.Refund{}, &payment.Failed{Op: payment.OpRetrieveRefund, Code: "resource_missing", HTTPStatus: 404}
+	}
+	return rf, nil
 }
 
 var errBoom = errors.New("boom")

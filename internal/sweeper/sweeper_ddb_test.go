@@ -68,6 +68,10 @@ func (p *authorizedProvider) Refund(context.Context, payment.RefundRequest) (pay
 	return payment.Refund{}, fmt.Errorf("not expected")
 }
 
+func (p *authorizedProvider) RetrieveRefund(context.Context, string) (payment.Refund, error) {
+	return payment.Refund{}, fmt.Errorf("not expected")
+}
+
 type ddbRig struct {
 	env   *ddbtest.Env
 	clock *mutableClock
@@ -129,7 +133,7 @@ func (r *ddbRig) claim(t *testing.T, id string, seats ...string) reservation.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Reservation
+	return res
 }
 
 // outboxTypes lists the outbox event types written for a reservation.
@@ -226,16 +230,17 @@ func TestSweeperRacingConfirmOnDynamoDB(t *testing.T) {
 	for i := 0; i < rounds; i++ {
 		id := fmt.Sprintf("r_race%d", i)
 		res := r.claim(t, id, seats[i])
-		res, err := r.inv.MarkPaymentPending(ctx, id, reservation.GuardOf(res), inventory.PaymentDetails{})
+		res, err := r.inv.StartPayment(ctx, id, reservation.GuardOf(res))
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err = r.inv.SetPaymentState(ctx, id, reservation.StartAuthorization, reservation.NotStarted, reservation.GuardOf(res),
-			inventory.PaymentDetails{PaymentIntentID: "pi_" + id, TaskToken: "tok"})
+		res, err = r.inv.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(res),
+			Event: reservation.StartAuthorization, From: reservation.NotStarted, PaymentIntentID: "pi_" + id, TaskToken: "tok"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err = r.inv.SetPaymentState(ctx, id, reservation.AuthorizationOK, reservation.Authorizing, reservation.GuardOf(res), inventory.PaymentDetails{})
+		res, err = r.inv.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(res),
+			Event: reservation.AuthorizationOK, From: reservation.Authorizing})
 		if err != nil {
 			t.Fatal(err)
 		}

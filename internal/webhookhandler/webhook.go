@@ -1,10 +1,12 @@
 // Package webhookhandler is the Stripe webhook Lambda's logic (API Gateway proxy events). A
 // webhook is only a hint: the handler verifies its signature, skips an event it already
 // processed, retrieves the PaymentIntent as the truth, finds the reservation through the
-// PaymentIntent's metadata, applies the guarded payment transition (expected prior state,
-// owner and version) and completes the saga's waiting task with SendTaskSuccess or
-// SendTaskFailure — once per task token, however many times and in whatever order events
-// arrive. An event for a reservation that no longer waits changes nothing.
+// PaymentIntent's metadata, and carries out what the settlement decision (reservation.Decide)
+// lets a webhook do: record the provider's truth with a guarded payment transition (expected
+// prior state, owner and version) and complete the saga's waiting task with SendTaskSuccess
+// or SendTaskFailure — once per task token, however many times and in whatever order events
+// arrive. Voids, refunds and releases are the saga's; an event for a reservation that no
+// longer waits changes nothing. Events of any API version are accepted.
 //
 // Crash safety: the event's dedupe record is written last, after every effect, so a crash
 // anywhere before it makes the provider's redelivery redo what is missing; the transition is
@@ -50,7 +52,7 @@ const DefaultCallbackLease = 30 * time.Second
 // Store is the part of the inventory the handler uses (a subset of saga.Store).
 type Store interface {
 	Get(ctx context.Context, reservationID string) (reservation.Reservation, error)
-	UpdatePayment(ctx context.Context, u saga.PaymentUpdate) (reservation.Reservation, error)
+	UpdatePayment(ctx context.Context, u reservation.PaymentUpdate) (reservation.Reservation, error)
 }
 
 // Payments retrieves the provider's truth about a PaymentIntent.
@@ -114,9 +116,11 @@ const (
 	ActionIgnored Action = "ignored"
 	// ActionStale: the reservation no longer waits for this payment; nothing changed.
 	ActionStale Action = "stale"
-	// ActionAuthorized / ActionDeclined: the saga was told (SendTaskSuccess / Failure).
-	ActionAuthorized Action = "authorized"
-	ActionDeclined   Action = "declined"
+	// ActionAuthorized / ActionDeclined / ActionCustomerCanceled: the saga was told
+	// (SendTaskSuccess, SendTaskFailure with PaymentDeclined or with CustomerCanceled).
+	ActionAuthorized       Action = "authorized"
+	ActionDeclined         Action = "declined"
+	ActionCustomerCanceled Action = "customer_canceled"
 	// ActionAlreadyReported: an earlier delivery already completed the callback.
 	ActionAlreadyReported Action = "already_reported"
 	// ActionTaskClosed: the callback found the saga no longer waiting (timed out, canceled).
@@ -189,6 +193,12 @@ func (h *Handler) Process(ctx context.Context, payload []byte, signatureHeader s
 		return Result{}, err
 	}
 	log := h.d.Logger.With("stripeEventId", ev.ID, "eventType", ev.Type, "paymentIntentId", ev.PaymentIntentID)
+	if ev.APIVersionMismatch {
+		// Accepted all the same: the handler reads only fields every API version shares, and
+		// the PaymentIntent it retrieves is the truth. The endpoint's version wants aligning.
+		h.d.Metrics.Count("WebhookAPIVersionMismatch", 1)
+		log.InfoContext(ctx, "webhook: event rendered for another API version", "apiVersion", ev.APIVersion)
+	}
 	res := Result{EventID: ev.ID, EventType: ev.Type}
 	done, err := h.d.Dedupe.Processed(ctx, ev.ID)
 	if err != nil {
@@ -267,30 +277,33 @@ func (h *Handler) apply(ctx context.Context, ev payment.Event, res Result) (Resu
 			res.Action = ActionStale
 			return res, nil
 		}
-		decision := decide(r, auth, h.d.Now())
-		switch decision.kind {
+		truth := saga.TruthOf(r, auth, nil)
+		d := decide(r, truth, h.d.Now())
+		h.d.Logger.DebugContext(ctx, "webhook: decided", "reservationId", r.ID, "inventory", string(r.Inventory),
+			"payment", string(r.Payment), "truth", string(truth), "settlement", string(d.settlement.Action), "kind", d.kind.String())
+		switch d.kind {
 		case decideNothing:
 			return res, nil
 		case decideStale:
 			res.Action = ActionStale
 			return res, nil
-		case decideTransition:
-			_, err := h.d.Store.UpdatePayment(ctx, saga.PaymentUpdate{
+		case decideRecord:
+			_, err := h.d.Store.UpdatePayment(ctx, reservation.PaymentUpdate{
 				ReservationID: r.ID, Guard: reservation.GuardOf(r),
-				Event: decision.event, From: r.Payment,
-				CaptureBefore: auth.CaptureBefore, Reason: decision.reason,
-				NotifyCustomer: decision.event != reservation.AuthorizationOK,
+				Event: d.event, From: r.Payment,
+				CaptureBefore: auth.CaptureBefore, Reason: "webhook: " + string(d.event),
+				NotifyCustomer: notifies(d.event),
 			})
 			if isRace(err) {
 				continue // Another writer moved it: read again and decide anew.
 			}
 			if err != nil {
-				return res, fmt.Errorf("record %s: %w", decision.event, err)
+				return res, fmt.Errorf("record %s: %w", d.event, err)
 			}
-			h.d.Metrics.Count("WebhookTransitions", 1, metrics.Dim{Name: "event", Value: string(decision.event)})
-			continue // Read the new version back; the next round sends the callback.
+			h.d.Metrics.Count("WebhookTransitions", 1, metrics.Dim{Name: "event", Value: string(d.event)})
+			continue // Read the new version back; the next round decides on it.
 		case decideCallback:
-			return h.callback(ctx, r, auth, decision, res)
+			return h.callback(ctx, r, auth, d, res)
 		}
 	}
 	return res, fmt.Errorf("reservation %s kept changing under the webhook", res.ReservationID)
@@ -299,53 +312,96 @@ func (h *Handler) apply(ctx context.Context, ev payment.Event, res Result) (Resu
 type decisionKind int
 
 const (
+	// decideNothing: nothing to do now (the buyer or the provider is still at work, or the
+	// next step is the saga's own).
 	decideNothing decisionKind = iota
+	// decideStale: the saga does not wait; its reconcile step and the sweeper own the
+	// reservation.
 	decideStale
-	decideTransition
+	// decideRecord: record payment event event, seats left alone, then decide again.
+	decideRecord
+	// decideCallback: complete the wait (success, or failure errorName).
 	decideCallback
 )
 
+func (k decisionKind) String() string {
+	switch k {
+	case decideStale:
+		return "stale"
+	case decideRecord:
+		return "record"
+	case decideCallback:
+		return "callback"
+	}
+	return "nothing"
+}
+
 type decision struct {
-	kind   decisionKind
-	event  reservation.PaymentEvent
-	reason string
+	kind  decisionKind
+	event reservation.PaymentEvent
 	// success: SendTaskSuccess; otherwise SendTaskFailure with errorName.
 	success   bool
 	errorName string
+	// settlement is the domain's decision this one maps.
+	settlement reservation.Decision
 }
 
-// decide maps the provider's truth and the stored reservation to what to do next. The saga
-// waits only while the seats are PAYMENT_PENDING, a task token is recorded and the hold is
-// live (the wait state's timeout is the hold's time left; after it, Reconcile owns the
-// reservation and a webhook must change nothing).
-func decide(r reservation.Reservation, auth payment.Authorization, now time.Time) decision {
-	waiting := r.Inventory == reservation.PaymentPending && r.TaskToken != "" && r.HoldLive(now)
-	var target reservation.PaymentState
-	var d decision
-	switch auth.State {
-	case payment.StateAuthorized:
-		target, d = reservation.Authorized, decision{event: reservation.AuthorizationOK, reason: "webhook: authorized", success: true}
-	case payment.StateFailed:
-		target, d = reservation.Failed, decision{event: reservation.PaymentDeclined, reason: "webhook: declined", errorName: saga.ErrPaymentDeclined}
-	case payment.StateCanceled:
-		target, d = reservation.Canceled, decision{event: reservation.VoidPayment, reason: "webhook: canceled", errorName: saga.ErrPaymentDeclined}
-	default:
-		// Still authorizing (3-D Secure, processing), or captured/refunded, which the saga's
-		// own capture and reconcile steps record: nothing for the webhook to do.
+// decide maps the settlement decision about r, given the provider's truth at now, onto what a
+// webhook may do. It is pure. A webhook acts only while the saga waits for the payment
+// (PAYMENT_PENDING, a task token recorded, the hold live: the wait's timeout is the hold's
+// time left), and then only by recording the provider's truth and completing the wait:
+//
+//	settlement decision                 webhook
+//	record Authorized                   record it, decide again
+//	confirm                             SendTaskSuccess
+//	record another event (Void, …)      record it without the seats' release, decide again
+//	void, release, refund (unwind)      SendTaskFailure: CustomerCanceled when the customer
+//	                                    cancelled, else PaymentDeclined
+//	wait                                nothing
+//	reacquire, capture, escalate, done  nothing: the saga's own steps own them
+//
+// and when the saga does not wait, stale: nothing changes. The void, refund and release an
+// unwind calls for are compensation's, which the failure starts; the release is left out of a
+// record for the same reason, and because released seats would end the wait before the
+// failure closes it. A cancelled reservation is never reported authorized: when the provider
+// authorized it, the authorization is recorded (the record tells the truth; the cancel keeps
+// Confirm and capture away) and the wait fails with CustomerCanceled.
+func decide(r reservation.Reservation, truth reservation.Truth, now time.Time) decision {
+	if r.Inventory != reservation.PaymentPending || r.TaskToken == "" || !r.HoldLive(now) {
+		return decision{kind: decideStale}
+	}
+	if truth == reservation.TruthNotAsked || truth == reservation.TruthUnavailable {
+		// The provider's answer did not say: only the saga's reconciliation records unknowns.
 		return decision{kind: decideNothing}
 	}
-	switch {
-	case !waiting:
-		d.kind = decideStale
-	case r.Payment == reservation.Authorizing:
-		d.kind = decideTransition
-	case r.Payment == target:
-		// Recorded already (by an earlier delivery that may have crashed before the callback).
-		d.kind = decideCallback
-	default:
-		d.kind = decideStale
+	// The late-success policy only matters once the hold lapsed, which is not the case here.
+	s := reservation.Decide(reservation.FactsOf(r, truth, reservation.LateSuccessReacquire, now))
+	d := decision{kind: decideNothing, settlement: s}
+	switch s.Action {
+	case reservation.ActRecord:
+		d.kind, d.event = decideRecord, s.Event
+	case reservation.ActConfirm:
+		d.kind, d.success = decideCallback, true
+	case reservation.ActVoid, reservation.ActRelease, reservation.ActRefund:
+		if _, ok := reservation.NextPayment(r.Payment, reservation.AuthorizationOK); ok && r.CustomerCanceled && truth == reservation.TruthAuthorized {
+			d.kind, d.event = decideRecord, reservation.AuthorizationOK
+			break
+		}
+		d.kind, d.errorName = decideCallback, saga.ErrPaymentDeclined
+		if r.CustomerCanceled {
+			d.errorName = saga.ErrCustomerCanceled
+		}
 	}
 	return d
+}
+
+// notifies reports records the customer must hear about: money voided, declined or refunded.
+func notifies(ev reservation.PaymentEvent) bool {
+	switch ev {
+	case reservation.VoidPayment, reservation.PaymentDeclined, reservation.RefundPayment:
+		return true
+	}
+	return false
 }
 
 // callback completes the saga's waiting task once per task token.
@@ -362,11 +418,14 @@ func (h *Handler) callback(ctx context.Context, r reservation.Reservation, auth 
 	case InProgress:
 		return res, fmt.Errorf("%w: another delivery is reporting reservation %s", errRetryLater, r.ID)
 	}
-	outcome := "declined"
+	sent := ActionDeclined
+	if d.errorName == saga.ErrCustomerCanceled {
+		sent = ActionCustomerCanceled
+	}
 	if d.success {
 		out, _ := json.Marshal(saga.PaymentOutcome{PaymentIntentID: auth.PaymentIntentID, State: string(r.Payment), Version: r.Version})
 		_, err = h.d.SFN.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(r.TaskToken), Output: aws.String(string(out))})
-		outcome = "authorized"
+		sent = ActionAuthorized
 	} else {
 		cause := fmt.Sprintf("payment %s of reservation %s: %s", auth.PaymentIntentID, r.ID, auth.ProviderStatus)
 		if auth.LastDecline != nil && auth.LastDecline.Code != "" {
@@ -377,20 +436,17 @@ func (h *Handler) callback(ctx context.Context, r reservation.Reservation, auth 
 	}
 	switch {
 	case err == nil:
-		res.Action = ActionDeclined
-		if d.success {
-			res.Action = ActionAuthorized
-		}
+		res.Action = sent
 	case taskGone(err):
 		// The saga stopped waiting (timeout, cancel, an earlier callback): nothing to tell.
 		h.d.Logger.InfoContext(ctx, "webhook: the saga no longer waits", "reservationId", r.ID, "error", err.Error())
-		res.Action, outcome = ActionTaskClosed, "task_closed"
+		res.Action = ActionTaskClosed
 	default:
 		// The lease runs out and a redelivery sends it.
 		return res, fmt.Errorf("report to the saga: %w", err)
 	}
-	h.d.Metrics.Count("WebhookCallbacks", 1, metrics.Dim{Name: "outcome", Value: outcome})
-	if err := h.d.Dedupe.CompleteCallback(ctx, key, outcome); err != nil {
+	h.d.Metrics.Count("WebhookCallbacks", 1, metrics.Dim{Name: "outcome", Value: string(res.Action)})
+	if err := h.d.Dedupe.CompleteCallback(ctx, key, string(res.Action)); err != nil {
 		return res, err
 	}
 	return res, nil

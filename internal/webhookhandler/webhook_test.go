@@ -23,18 +23,22 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// fakeVerifier accepts payloads {"id","type","pi","res"} signed "ok".
+// fakeVerifier accepts payloads {"id","type","pi","res","apiVersion"} signed "ok"; an
+// apiVersion other than pinnedAPIVersion is reported as a mismatch, as the Stripe adapter does.
 type fakeVerifier struct{}
+
+const pinnedAPIVersion = "2025-01-01"
 
 func (fakeVerifier) VerifyWebhook(payload []byte, sig string) (payment.Event, error) {
 	if sig != "ok" {
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature}
 	}
-	var v struct{ ID, Type, PI, Res string }
+	var v struct{ ID, Type, PI, Res, APIVersion string }
 	if err := json.Unmarshal(payload, &v); err != nil {
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookMalformedBody, Err: err}
 	}
-	return payment.Event{ID: v.ID, Type: v.Type, PaymentIntentID: v.PI, ReservationID: v.Res}, nil
+	return payment.Event{ID: v.ID, Type: v.Type, PaymentIntentID: v.PI, ReservationID: v.Res,
+		APIVersion: v.APIVersion, APIVersionMismatch: v.APIVersion != "" && v.APIVersion != pinnedAPIVersion}, nil
 }
 
 type fakePayments struct {
@@ -56,12 +60,12 @@ func (f *fakePayments) Retrieve(_ context.Context, id string) (payment.Authoriza
 	return a, nil
 }
 
-// fakeStore applies payment events with the domain's real guarded transitions.
+// fakeStore applies payment updates with the domain's real guarded transitions.
 type fakeStore struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	byID    map[string]reservation.Reservation
-	updates []saga.PaymentUpdate
+	updates []reservation.PaymentUpdate
 	// raceOnce makes the first UpdatePayment fail as if another writer won.
 	raceOnce bool
 }
@@ -76,7 +80,7 @@ func (f *fakeStore) Get(_ context.Context, id string) (reservation.Reservation, 
 	return r, nil
 }
 
-func (f *fakeStore) UpdatePayment(_ context.Context, u saga.PaymentUpdate) (reservation.Reservation, error) {
+func (f *fakeStore) UpdatePayment(_ context.Context, u reservation.PaymentUpdate) (reservation.Reservation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.byID[u.ReservationID]
@@ -84,7 +88,7 @@ func (f *fakeStore) UpdatePayment(_ context.Context, u saga.PaymentUpdate) (rese
 		f.raceOnce = false
 		return r, &reservation.StaleVersion{ReservationID: r.ID, Expected: u.Guard.Version, Actual: r.Version + 1}
 	}
-	next, err := r.ApplyPayment(u.Event, u.From, u.Guard, f.now())
+	next, err := r.ApplyUpdate(u, f.now())
 	if err != nil {
 		return r, err
 	}
@@ -255,10 +259,26 @@ func TestWebhookOutcomes(t *testing.T) {
 			wantPayment: reservation.Authorizing},
 		{name: "authorized: transition and SendTaskSuccess", sig: "ok", pi: "pi_1", wantStatus: 200,
 			wantAction: ActionAuthorized, wantPayment: reservation.Authorized, wantSuccess: 1, wantRecorded: true},
-		{name: "declined: FAILED and PaymentDeclined", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+		{name: "declined: PaymentDeclined, the open intent left to compensation's void", sig: "ok", pi: "pi_1", setup: func(r *rig) {
 			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed,
 				ProviderStatus: "requires_payment_method", LastDecline: &payment.Declined{Code: "card_declined"}}
-		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Failed, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
+		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Authorizing, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
+		{name: "a cancelled, waiting reservation authorized: recorded, and CustomerCanceled instead of success", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			res := r.store.byID["r1"]
+			res.CustomerCanceled = true
+			r.store.byID["r1"] = res
+		}, wantStatus: 200, wantAction: ActionCustomerCanceled, wantPayment: reservation.Authorized, wantFailure: saga.ErrCustomerCanceled, wantRecorded: true},
+		{name: "a cancelled, waiting reservation declined: CustomerCanceled", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			res := r.store.byID["r1"]
+			res.CustomerCanceled = true
+			r.store.byID["r1"] = res
+			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed, ProviderStatus: "requires_payment_method"}
+		}, wantStatus: 200, wantAction: ActionCustomerCanceled, wantPayment: reservation.Authorizing, wantFailure: saga.ErrCustomerCanceled, wantRecorded: true},
+		{name: "a cancelled reservation the saga no longer waits for: nothing changes", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			res := r.store.byID["r1"]
+			res.CustomerCanceled, res.Inventory, res.Outcome = true, reservation.Released, reservation.OutcomeReleased
+			r.store.byID["r1"] = res
+		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Authorizing, wantRecorded: true},
 		{name: "canceled at the provider: CANCELED and PaymentDeclined", sig: "ok", pi: "pi_1", setup: func(r *rig) {
 			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateCanceled, ProviderStatus: "canceled"}
 		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Canceled, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
@@ -324,6 +344,11 @@ func TestWebhookOutcomes(t *testing.T) {
 			if tc.wantFailure == "" && len(r.sfn.failures) != 0 || tc.wantFailure != "" &&
 				(len(r.sfn.failures) != 1 || aws.ToString(r.sfn.failures[0].Error) != tc.wantFailure) {
 				t.Fatalf("SendTaskFailure %+v, want %q", r.sfn.failures, tc.wantFailure)
+			}
+			for _, u := range r.store.updates {
+				if u.ReleaseSeats {
+					t.Fatalf("the webhook released the seats: %+v", u)
+				}
 			}
 			if r.dedupe.processed["evt_1"] != tc.wantRecorded {
 				t.Fatalf("event recorded %v, want %v", r.dedupe.processed["evt_1"], tc.wantRecorded)

@@ -41,8 +41,12 @@ type Base struct {
 	ReconcileBackoff  time.Duration
 }
 
-// The inventory adapter fits the webhook handler's narrow store port too.
-var _ webhookhandler.Store = StoreAdapter{}
+// The DynamoDB inventory implements the saga's store port itself, and so the webhook
+// handler's narrower one; nothing renames or drops what the saga asks it to store.
+var (
+	_ saga.Store           = (*inventory.Store)(nil)
+	_ webhookhandler.Store = (*inventory.Store)(nil)
+)
 
 // StripeProvider is the Stripe payment adapter every handler uses: a client for cfg's API base
 // (stripe-go's default when empty) with the given request timeout and stripe-go's retries.
@@ -94,7 +98,7 @@ func Webhook(b *Base, secret string, tolerance time.Duration) (*webhookhandler.H
 	return webhookhandler.New(webhookhandler.Deps{
 		Verifier: stripeadapter.NewWebhookVerifier(secret, stripeadapter.WebhookOptions{Now: b.Now, Tolerance: tolerance}),
 		Payments: b.Payments,
-		Store:    StoreAdapter{Store: inv},
+		Store:    inv,
 		Dedupe:   &webhookhandler.DynamoDedupe{Client: b.DynamoDB, Table: b.Config.Tables.Of(tables.ProcessedEventsTable), Now: b.Now},
 		SFN:      b.SFN,
 		Now:      b.Now,

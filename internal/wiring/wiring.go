@@ -64,7 +64,7 @@ func NewSteps(cfg config.Config, d SagaDeps) (*saga.Steps, error) {
 		hold = config.DefaultHold
 	}
 	return &saga.Steps{
-		Store: StoreAdapter{Store: store}, Payments: d.Payments, Now: d.Now, Log: d.Logger, Metrics: d.Metrics,
+		Store: store, Payments: d.Payments, Now: d.Now, Log: d.Logger, Metrics: d.Metrics,
 		Policy: policy, Hold: hold, Limits: limits,
 		ReconcileAttempts: d.ReconcileAttempts, ReconcileBackoff: d.ReconcileBackoff,
 	}, nil

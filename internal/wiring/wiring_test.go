@@ -11,6 +11,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/consumer"
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/reservation"
@@ -50,6 +51,11 @@ func TestNewSteps(t *testing.T) {
 			if steps.Store == nil || steps.Payments == nil || steps.Now == nil || steps.Log == nil || steps.Metrics == nil {
 				t.Fatalf("steps not wired: %+v", steps)
 			}
+			// The saga talks to the DynamoDB inventory itself, with no adapter in between that
+			// could drop what the saga asks it to store.
+			if _, ok := steps.Store.(*inventory.Store); !ok {
+				t.Fatalf("steps.Store is a %T, want *inventory.Store", steps.Store)
+			}
 			if tc.cfg.LateSuccessPolicy == "void" {
 				if steps.Policy != reservation.LateSuccessVoid || steps.Hold != 90*time.Second || steps.Limits.MaxSeats != 4 || steps.ReconcileAttempts != 7 {
 					t.Fatalf("settings lost: %+v", steps)
@@ -68,15 +74,6 @@ func TestStripeKeyFromEnvironment(t *testing.T) {
 	t.Setenv(EnvStripeSecretKey, "")
 	if _, err := StripeKey(context.Background(), config.Config{}, aws.Config{}); err == nil {
 		t.Fatal("no key and no secret ARN accepted")
-	}
-}
-
-func TestReasonMarksNotifications(t *testing.T) {
-	if got := reason("late_payment", true); got != "late_payment; notify_customer" {
-		t.Fatal(got)
-	}
-	if got := reason("hold_expired", false); got != "hold_expired" {
-		t.Fatal(got)
 	}
 }
 

@@ -24,8 +24,8 @@ const MetadataReservationID = "reservation_id"
 // MetadataCorrelationID carries the saga's correlation id.
 const MetadataCorrelationID = "correlation_id"
 
-// Idempotency keys, one per reservation and operation (and per attempt for confirm). Stripe
-// prunes keys after 24 hours; the saga finishes long before that.
+// Idempotency keys, one per reservation and operation (and per attempt for confirm, cancel
+// and refund). Stripe prunes keys after 24 hours; the saga finishes long before that.
 func authorizeKey(reservationID string) string { return reservationID + ":authorize" }
 func confirmKey(reservationID string, attempt int) string {
 	return reservationID + ":confirm:" + strconv.Itoa(attempt)
@@ -34,7 +34,9 @@ func captureKey(reservationID string) string { return reservationID + ":capture"
 func cancelKey(reservationID string, attempt int) string {
 	return reservationID + ":cancel:" + strconv.Itoa(attempt)
 }
-func refundKey(reservationID string) string { return reservationID + ":refund" }
+func refundKey(reservationID string, attempt int) string {
+	return reservationID + ":refund:" + strconv.Itoa(attempt)
+}
 
 // Adapter is the Stripe implementation of payment.Provider.
 type Adapter struct {
@@ -170,9 +172,10 @@ func (a *Adapter) Cancel(ctx context.Context, req payment.CancelRequest) (paymen
 	return a.finish(ctx, payment.OpCancel, req.ReservationID, req.PaymentIntentID, key, start, pi, err)
 }
 
-// Refund implements payment.Provider under the key {reservationId}:refund, then reads the
-// PaymentIntent back so the caller sees the resulting state. A failure of that read does not
-// undo the refund: the Refund is returned with a nil Authorization.
+// Refund implements payment.Provider under the key {reservationId}:refund:{attempt}, then
+// reads the PaymentIntent back so the caller sees the resulting state. A failure of that read
+// does not undo the refund: the Refund is returned with a nil Authorization. The refund may
+// still be pending; RetrieveRefund tells how it ended.
 func (a *Adapter) Refund(ctx context.Context, req payment.RefundRequest) (payment.Refund, error) {
 	if err := validateTarget(req.ReservationID, req.PaymentIntentID); err != nil {
 		return payment.Refund{}, err
@@ -189,7 +192,7 @@ func (a *Adapter) Refund(ctx context.Context, req payment.RefundRequest) (paymen
 	}
 	params.Context = ctx
 	params.AddMetadata(MetadataReservationID, req.ReservationID)
-	key := refundKey(req.ReservationID)
+	key := refundKey(req.ReservationID, req.EffectiveAttempt())
 	params.SetIdempotencyKey(key)
 
 	start := time.Now()
@@ -202,18 +205,41 @@ func (a *Adapter) Refund(ctx context.Context, req payment.RefundRequest) (paymen
 		logOutcome(ctx, log, classified)
 		return payment.Refund{}, classified
 	}
-	out := payment.Refund{
-		RefundID:        r.ID,
-		PaymentIntentID: req.PaymentIntentID,
-		ReservationID:   req.ReservationID,
-		Amount:          r.Amount,
-		Currency:        string(r.Currency),
-		Status:          string(r.Status),
+	out := ToRefund(r)
+	if out.PaymentIntentID == "" {
+		out.PaymentIntentID = req.PaymentIntentID
+	}
+	if out.ReservationID == "" {
+		out.ReservationID = req.ReservationID
 	}
 	log.InfoContext(ctx, "payment call succeeded", "refund", r.ID, "amount", r.Amount, "status", r.Status)
 	if auth, err := a.Retrieve(ctx, req.PaymentIntentID); err == nil {
 		out.Authorization = &auth
 	}
+	return out, nil
+}
+
+// RetrieveRefund implements payment.Provider with GET /v1/refunds/{id}. It does not read the
+// PaymentIntent back (the Refund's Authorization is nil): the refund's own status is the
+// answer the caller wants.
+func (a *Adapter) RetrieveRefund(ctx context.Context, refundID string) (payment.Refund, error) {
+	if refundID == "" {
+		return payment.Refund{}, &payment.ValidationError{Field: "RefundID", Problem: "is empty"}
+	}
+	params := &stripe.RefundParams{}
+	params.Context = ctx
+	start := time.Now()
+	r, err := a.api.Refunds.Get(refundID, params)
+	log := a.log.With("op", payment.OpRetrieveRefund, "refund", refundID,
+		"duration_ms", time.Since(start).Milliseconds())
+	if err != nil {
+		classified := Classify(payment.OpRetrieveRefund, "", err)
+		logOutcome(ctx, log, classified)
+		return payment.Refund{}, classified
+	}
+	out := ToRefund(r)
+	log.InfoContext(ctx, "payment call succeeded", "payment_intent", out.PaymentIntentID,
+		"status", out.Status, "failure_reason", out.FailureReason)
 	return out, nil
 }
 
@@ -261,8 +287,8 @@ func logOutcome(ctx context.Context, log *slog.Logger, err error) {
 		log.WarnContext(ctx, "payment outcome unknown", "reason", uncertain.Reason,
 			"http_status", uncertain.HTTPStatus, "error", uncertain.Err)
 	case errors.As(err, &failed):
-		log.ErrorContext(ctx, "payment call failed", "type", failed.Type, "code", failed.Code,
-			"http_status", failed.HTTPStatus, "request_id", failed.RequestID, "message", failed.Message)
+		log.ErrorContext(ctx, "payment call failed", "category", failed.Category, "type", failed.Type,
+			"code", failed.Code, "http_status", failed.HTTPStatus, "request_id", failed.RequestID, "message", failed.Message)
 	default:
 		log.ErrorContext(ctx, "payment call failed", "error", err)
 	}

@@ -35,6 +35,8 @@ type serverUnderTest interface {
 	// Timing gives the server's delays for the payment methods that use them.
 	ThreeDSDelay() time.Duration
 	LateAuthorizationDelay() time.Duration
+	// RefundDelay is how long a refund stays pending before it settles.
+	RefundDelay() time.Duration
 }
 
 // simServer runs internal/paymentsim on a fake clock.
@@ -55,6 +57,9 @@ func newSimServerTB(t testing.TB) *simServer {
 		ThreeDSDelay:           20 * time.Second,
 		LateAuthorizationDelay: 3 * time.Minute,
 		LostResponseHold:       5 * time.Second,
+		// Refunds stay pending for a while, as refunds can at Stripe, so the suite sees the
+		// difference between an accepted refund and a succeeded one.
+		RefundDelay: 10 * time.Minute,
 		// Stripe refuses to cancel a processing payment in all but rare cases.
 		RefuseCancelWhileProcessing: true,
 	}
@@ -74,6 +79,8 @@ var simEndpoints = map[payment.Op]paymentsim.Endpoint{
 	payment.OpCapture:   paymentsim.EndpointCaptureIntent,
 	payment.OpCancel:    paymentsim.EndpointCancelIntent,
 	payment.OpRefund:    paymentsim.EndpointCreateRefund,
+
+	payment.OpRetrieveRefund: paymentsim.EndpointRetrieveRefund,
 }
 
 func (s *simServer) Provider(t testing.TB, timeout time.Duration, retries int64) payment.Provider {
@@ -97,6 +104,7 @@ func (s *simServer) Books(reservationID string) []paymentsim.LedgerEntry {
 }
 func (s *simServer) ThreeDSDelay() time.Duration           { return s.opts.ThreeDSDelay }
 func (s *simServer) LateAuthorizationDelay() time.Duration { return s.opts.LateAuthorizationDelay }
+func (s *simServer) RefundDelay() time.Duration            { return s.opts.RefundDelay }
 
 func TestBehaviourAgainstSimulator(t *testing.T) {
 	runBehaviour(t, func(t *testing.T) serverUnderTest { return newSimServer(t) })
@@ -411,26 +419,123 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		}
 	})
 
-	t.Run("refund after capture", func(t *testing.T) {
+	captured := func(t *testing.T, p payment.Provider, res, method string) payment.Authorization {
+		t.Helper()
+		auth := authorize(t, p, res, method, 1)
+		if _, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID}); err != nil {
+			t.Fatalf("capture: %v", err)
+		}
+		return auth
+	}
+
+	t.Run("refund is pending until the provider settles it; only RetrieveRefund shows it succeeded", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-refund", paymentsim.PaymentMethodVisa, 1)
-		if _, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: "res-refund", PaymentIntentID: auth.PaymentIntentID}); err != nil {
-			t.Fatal(err)
-		}
-		req := payment.RefundRequest{ReservationID: "res-refund", PaymentIntentID: auth.PaymentIntentID, Reason: "requested_by_customer"}
+		const res = "res-refund"
+		auth := captured(t, p, res, paymentsim.PaymentMethodVisa)
+		req := payment.RefundRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, Attempt: 1, Reason: "requested_by_customer"}
 		refund, err := p.Refund(ctx, req)
-		if err != nil || refund.Amount != amount || refund.Status != "succeeded" || refund.Authorization == nil ||
-			refund.Authorization.State != payment.StateRefunded || refund.Authorization.AmountRefunded != amount {
+		if err != nil || refund.Amount != amount || refund.Status != payment.RefundPending || refund.RefundID == "" ||
+			refund.ReservationID != res || refund.PaymentIntentID != auth.PaymentIntentID {
 			t.Fatalf("refund: %+v, %v", refund, err)
+		}
+		// The PaymentIntent cannot tell a pending refund from a succeeded one.
+		if a := refund.Authorization; a == nil || a.State != payment.StateRefunded || a.AmountRefunded != amount {
+			t.Fatalf("payment read back while the refund is pending: %+v", a)
 		}
 		again, err := p.Refund(ctx, req)
 		if err != nil || again.RefundID != refund.RefundID {
 			t.Fatalf("repeated refund: %+v, %v; want the first refund replayed", again, err)
 		}
-		e := oneEntry(t, srv, "res-refund")
-		if e.Refunded != amount || e.Refunds != 1 || e.Net() != 0 {
+		if e := oneEntry(t, srv, res); e.Refunded != 0 || e.Refunds != 0 || e.RefundsPending != 1 ||
+			e.RefundPendingAmount != amount || e.Net() != amount {
+			t.Fatalf("books while pending: %+v", e)
+		}
+		srv.Advance(srv.RefundDelay() - time.Second)
+		if still, err := p.RetrieveRefund(ctx, refund.RefundID); err != nil || still.Status != payment.RefundPending {
+			t.Fatalf("before the delay: %+v, %v", still, err)
+		}
+		srv.Advance(time.Second)
+		done, err := p.RetrieveRefund(ctx, refund.RefundID)
+		if err != nil || done.Status != payment.RefundSucceeded || done.RefundID != refund.RefundID || done.Amount != amount ||
+			done.ReservationID != res || done.PaymentIntentID != auth.PaymentIntentID || done.FailureReason != "" {
+			t.Fatalf("after the delay: %+v, %v", done, err)
+		}
+		if e := oneEntry(t, srv, res); e.Refunded != amount || e.Refunds != 1 || e.RefundsPending != 0 ||
+			e.RefundPendingAmount != 0 || e.Net() != 0 {
+			t.Fatalf("books after success: %+v", e)
+		}
+	})
+
+	t.Run("refund that fails at the provider leaves the money with the merchant; the next attempt has its own key", func(t *testing.T) {
+		srv := newServer(t)
+		p := srv.Provider(t, 2*time.Second, 0)
+		const res = "res-refund-fails"
+		auth := captured(t, p, res, paymentsim.PaymentMethodRefundFail)
+		first := payment.RefundRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, Attempt: 1}
+		refund, err := p.Refund(ctx, first)
+		if err != nil || refund.Status != payment.RefundPending || refund.Authorization == nil ||
+			refund.Authorization.State != payment.StateRefunded {
+			t.Fatalf("refund: %+v, %v", refund, err)
+		}
+		srv.Advance(srv.RefundDelay())
+		failed, err := p.RetrieveRefund(ctx, refund.RefundID)
+		if err != nil || failed.Status != payment.RefundFailed || failed.FailureReason != "expired_or_canceled_card" {
+			t.Fatalf("after the delay: %+v, %v", failed, err)
+		}
+		truth, err := p.Retrieve(ctx, auth.PaymentIntentID)
+		if err != nil || truth.State != payment.StatePaid || truth.AmountRefunded != 0 {
+			t.Fatalf("payment after the failed refund: %+v, %v", truth, err)
+		}
+		if e := oneEntry(t, srv, res); e.Refunded != 0 || e.RefundsFailed != 1 || e.RefundFailedAmount != amount ||
+			e.RefundsPending != 0 || e.Net() != amount {
+			t.Fatalf("books after the failure: %+v", e)
+		}
+		// The same attempt replays its stored answer (the refund as it was created) and acts
+		// no more; only RetrieveRefund is current.
+		if replay, err := p.Refund(ctx, first); err != nil || replay.RefundID != refund.RefundID {
+			t.Fatalf("same attempt again: %+v, %v", replay, err)
+		}
+		if e := oneEntry(t, srv, res); e.RefundsPending != 0 || e.RefundsFailed != 1 {
+			t.Fatalf("books after the replay: %+v", e)
+		}
+		next := first
+		next.Attempt = 2
+		second, err := p.Refund(ctx, next)
+		if err != nil || second.RefundID == refund.RefundID || second.Status != payment.RefundPending {
+			t.Fatalf("next attempt: %+v, %v; want a new pending refund", second, err)
+		}
+		if e := oneEntry(t, srv, res); e.RefundsPending != 1 || e.RefundPendingAmount != amount || e.RefundsFailed != 1 {
+			t.Fatalf("books after the next attempt: %+v", e)
+		}
+	})
+
+	t.Run("refund whose response is lost is uncertain and refunds once on retry", func(t *testing.T) {
+		srv := newServer(t)
+		p := srv.Provider(t, 500*time.Millisecond, 0)
+		const res = "res-refund-lost"
+		auth := captured(t, p, res, paymentsim.PaymentMethodVisa)
+		srv.LoseNextResponse(payment.OpRefund)
+		req := payment.RefundRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, Attempt: 1}
+		if _, err := p.Refund(ctx, req); !payment.IsUncertain(err) {
+			t.Fatalf("refund with lost response: %v, want Uncertain", err)
+		}
+		refund, err := p.Refund(ctx, req)
+		if err != nil || refund.Status != payment.RefundPending {
+			t.Fatalf("retry with the same attempt: %+v, %v", refund, err)
+		}
+		if e := oneEntry(t, srv, res); e.RefundsPending != 1 || e.RefundPendingAmount != amount {
 			t.Fatalf("books: %+v", e)
+		}
+	})
+
+	t.Run("retrieving an unknown refund is a definitive not-found", func(t *testing.T) {
+		srv := newServer(t)
+		p := srv.Provider(t, 2*time.Second, 0)
+		_, err := p.RetrieveRefund(ctx, "re_doesnotexist")
+		var failed *payment.Failed
+		if !errors.As(err, &failed) || !failed.NotFound() || failed.Category != payment.FailureNotFound || failed.Op != payment.OpRetrieveRefund {
+			t.Fatalf("retrieve unknown refund: %v, want Failed(not_found)", err)
 		}
 	})
 
@@ -488,6 +593,10 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 			},
 			"capture without intent": func() error {
 				_, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: "r"})
+				return err
+			},
+			"retrieve refund without id": func() error {
+				_, err := p.RetrieveRefund(ctx, "")
 				return err
 			},
 		} {

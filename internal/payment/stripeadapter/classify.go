@@ -12,9 +12,10 @@ import (
 	"github.com/seatsaga/seatsaga/internal/payment"
 )
 
-// Classify turns what stripe-go returned for op into the port's outcome: *payment.Declined,
-// *payment.Failed or *payment.Uncertain. Anything it cannot prove definitive is Uncertain:
-// a guess in either direction would either charge twice or drop money on the floor.
+// Classify turns what stripe-go returned for op into the port's outcome: *payment.Declined
+// when the refusal is about the buyer's payment method, *payment.Failed (with a Category)
+// for every other definitive refusal, and *payment.Uncertain for anything it cannot prove
+// definitive: a guess in that direction would either charge twice or drop money on the floor.
 func Classify(op payment.Op, paymentIntentID string, err error) error {
 	if err == nil {
 		return nil
@@ -45,9 +46,12 @@ func classifyStripeError(op payment.Op, paymentIntentID string, e *stripe.Error)
 		return uncertain("idempotency_key_in_use")
 	case e.HTTPStatusCode == 409:
 		return uncertain("conflict")
-	case e.Type == stripe.ErrorTypeCard ||
-		e.Code == stripe.ErrorCodePaymentIntentAuthenticationFailure ||
-		e.Code == stripe.ErrorCodePaymentIntentPaymentAttemptFailed:
+	// These say "not now" whatever the status: the request was not refused on its merits.
+	case e.Code == stripe.ErrorCodeRateLimit || e.Type == errorTypeRateLimit:
+		return uncertain("rate_limited")
+	case e.Code == stripe.ErrorCodeLockTimeout:
+		return uncertain("conflict")
+	case isAboutPaymentMethod(e):
 		declined := &payment.Declined{
 			Op:              op,
 			PaymentIntentID: paymentIntentID,
@@ -70,12 +74,129 @@ func classifyStripeError(op payment.Op, paymentIntentID string, e *stripe.Error)
 	return &payment.Failed{
 		Op:         op,
 		HTTPStatus: e.HTTPStatusCode,
+		Category:   failureCategory(e),
 		Type:       errType,
 		Code:       string(e.Code),
 		Param:      e.Param,
 		Message:    e.Msg,
 		RequestID:  e.RequestID,
 	}
+}
+
+// Error types Stripe documents (or documented) that stripe-go v76 has no constant for. Today
+// Stripe answers bad keys with invalid_request_error and HTTP 401, but older API versions and
+// other clients name these types, so the classification accepts both.
+const (
+	errorTypeAuthentication stripe.ErrorType = "authentication_error"
+	errorTypePermission     stripe.ErrorType = "permission_error"
+	errorTypeRateLimit      stripe.ErrorType = "rate_limit_error"
+)
+
+// paymentMethodCodes are the error codes that are about the buyer's payment method or the
+// buyer's own authentication: another payment method (or the buyer retrying) can succeed,
+// and nothing in our system is wrong. Stripe sends them as card_error or, for some,
+// invalid_request_error. The rule for membership is that a working integration sees the code
+// only for some buyers; codes that every buyer would meet if our request, configuration or
+// account were wrong are system failures and stay out, deliberately:
+// payment_method_invalid_parameter(_testmode), payment_method_currency_mismatch,
+// payment_method_unsupported_type, payment_method_configuration_failures,
+// payment_method_billing_details_address_missing and payment_method_unexpected_state (our
+// request or integration), resource_missing for the payment method (a publishable key of
+// another account makes every buyer's method missing), livemode_mismatch, and the SetupIntent
+// and microdeposit codes we never trigger.
+var paymentMethodCodes = map[stripe.ErrorCode]bool{
+	// The card itself.
+	stripe.ErrorCodeCardDeclined:                 true,
+	stripe.ErrorCodeCardDeclineRateLimitExceeded: true,
+	stripe.ErrorCodeExpiredCard:                  true,
+	stripe.ErrorCodeIncorrectCVC:                 true,
+	stripe.ErrorCodeIncorrectNumber:              true,
+	stripe.ErrorCodeIncorrectZip:                 true,
+	stripe.ErrorCodeIncorrectAddress:             true,
+	stripe.ErrorCodeInvalidCVC:                   true,
+	stripe.ErrorCodeInvalidExpiryMonth:           true,
+	stripe.ErrorCodeInvalidExpiryYear:            true,
+	stripe.ErrorCodeInvalidNumber:                true,
+	stripe.ErrorCodeInsufficientFunds:            true,
+	stripe.ErrorCodeProcessingError:              true,
+	// The buyer's authentication (3-D Secure).
+	stripe.ErrorCodeAuthenticationRequired:             true,
+	stripe.ErrorCodePaymentIntentAuthenticationFailure: true,
+	stripe.ErrorCodePaymentIntentActionRequired:        true,
+	// The buyer's attempt with this method, or the method's fit for this payment.
+	stripe.ErrorCodePaymentIntentPaymentAttemptFailed:      true,
+	stripe.ErrorCodePaymentIntentPaymentAttemptExpired:     true,
+	stripe.ErrorCodePaymentIntentIncompatiblePaymentMethod: true,
+	// The payment method's own provider or the buyer's bank.
+	stripe.ErrorCodePaymentMethodUnactivated:        true,
+	stripe.ErrorCodePaymentMethodProviderDecline:    true,
+	stripe.ErrorCodePaymentMethodProviderTimeout:    true,
+	stripe.ErrorCodePaymentMethodCustomerDecline:    true,
+	stripe.ErrorCodePaymentMethodNotAvailable:       true,
+	stripe.ErrorCodePaymentMethodBankAccountBlocked: true,
+	stripe.ErrorCodeDebitNotAuthorized:              true,
+	stripe.ErrorCodeReferToCustomer:                 true,
+}
+
+// isAboutPaymentMethod reports whether the refusal is the buyer's: every card_error, and an
+// invalid_request_error whose code is in paymentMethodCodes. Other types never are, whatever
+// the code: an authentication or idempotency error is ours.
+func isAboutPaymentMethod(e *stripe.Error) bool {
+	return e.Type == stripe.ErrorTypeCard ||
+		e.Type == stripe.ErrorTypeInvalidRequest && paymentMethodCodes[e.Code]
+}
+
+// authenticationCodes and permissionCodes identify credential problems that Stripe may send
+// with a 400 rather than a 401 or 403.
+var (
+	authenticationCodes = map[stripe.ErrorCode]bool{
+		stripe.ErrorCodeAPIKeyExpired:         true,
+		stripe.ErrorCodePlatformAPIKeyExpired: true,
+		stripe.ErrorCodeSecretKeyRequired:     true,
+	}
+	permissionCodes = map[stripe.ErrorCode]bool{
+		stripe.ErrorCodeTestmodeChargesOnly:         true,
+		stripe.ErrorCodeNotAllowedOnStandardAccount: true,
+		stripe.ErrorCodePlatformAccountRequired:     true,
+	}
+	// objectStateCodes say the object exists but its state refuses the operation.
+	objectStateCodes = map[stripe.ErrorCode]bool{
+		stripe.ErrorCodePaymentIntentUnexpectedState:      true,
+		stripe.ErrorCodeChargeAlreadyCaptured:             true,
+		stripe.ErrorCodeChargeAlreadyRefunded:             true,
+		stripe.ErrorCodeChargeDisputed:                    true,
+		stripe.ErrorCodeChargeExpiredForCapture:           true,
+		stripe.ErrorCodeChargeNotRefundable:               true,
+		stripe.ErrorCodeCaptureChargeAuthorizationExpired: true,
+		stripe.ErrorCodeCaptureUnauthorizedPayment:        true,
+		stripe.ErrorCodeIntentInvalidState:                true,
+		stripe.ErrorCodePaymentMethodUnexpectedState:      true,
+		stripe.ErrorCodeRefundDisputedPayment:             true,
+		stripe.ErrorCodeReturnIntentAlreadyProcessed:      true,
+		stripe.ErrorCodeStatusTransitionInvalid:           true,
+		stripe.ErrorCodeResourceAlreadyExists:             true,
+		stripe.ErrorCodeBalanceInsufficient:               true,
+	}
+)
+
+// failureCategory names the kind of a definitive refusal that is not the buyer's. Credentials
+// come first because a bad key hides every other problem.
+func failureCategory(e *stripe.Error) payment.FailureCategory {
+	switch {
+	case e.Type == errorTypeAuthentication || e.HTTPStatusCode == 401 || authenticationCodes[e.Code]:
+		return payment.FailureAuthentication
+	case e.Type == errorTypePermission || e.HTTPStatusCode == 403 || permissionCodes[e.Code]:
+		return payment.FailurePermission
+	case e.Type == stripe.ErrorTypeIdempotency:
+		return payment.FailureIdempotency
+	case e.Code == stripe.ErrorCodeResourceMissing || e.HTTPStatusCode == 404:
+		return payment.FailureNotFound
+	case objectStateCodes[e.Code]:
+		return payment.FailureObjectState
+	case e.Type == stripe.ErrorTypeInvalidRequest:
+		return payment.FailureInvalidRequest
+	}
+	return payment.FailureOther
 }
 
 // transportReason names a failure that happened below Stripe's error protocol. Every one of

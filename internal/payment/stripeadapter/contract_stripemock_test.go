@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,7 +92,18 @@ func TestContractAgainstStripeMock(t *testing.T) {
 		{"refund", func() error {
 			_, err := adapter.Refund(ctx, payment.RefundRequest{ReservationID: res, PaymentIntentID: pi, Amount: 100, Reason: "requested_by_customer"})
 			return err
-		}, "POST", "/v1/refunds", res + ":refund", "Bearer sk_test_contract"},
+		}, "POST", "/v1/refunds", res + ":refund:1", "Bearer sk_test_contract"},
+		{"refund, next attempt", func() error {
+			_, err := adapter.Refund(ctx, payment.RefundRequest{ReservationID: res, PaymentIntentID: pi, Attempt: 2})
+			return err
+		}, "POST", "/v1/refunds", res + ":refund:2", "Bearer sk_test_contract"},
+		{"retrieve refund", func() error {
+			r, err := adapter.RetrieveRefund(ctx, "re_contract")
+			if err == nil && (r.RefundID == "" || r.Status == "") {
+				err = errors.New("refund decoded without id or status")
+			}
+			return err
+		}, "GET", "/v1/refunds/re_contract", "", "Bearer sk_test_contract"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,13 +111,13 @@ func TestContractAgainstStripeMock(t *testing.T) {
 				t.Fatalf("stripe-mock rejected the request: %v", err)
 			}
 			got := rec.last()
-			if tc.name == "refund" {
+			if strings.HasPrefix(tc.name, "refund") {
 				// Refund reads the PaymentIntent back; the refund itself came just before.
 				rec.mu.Lock()
 				got = rec.seen[len(rec.seen)-2]
 				rec.mu.Unlock()
 			}
-			if got.Method != tc.method || got.Path != tc.path || got.IdempotencyKey != tc.wantKey && tc.wantKey != "" || got.Authorization != tc.wantAuth {
+			if got.Method != tc.method || got.Path != tc.path || got.IdempotencyKey != tc.wantKey || got.Authorization != tc.wantAuth {
 				t.Fatalf("request = %+v, want %s %s key %q", got, tc.method, tc.path, tc.wantKey)
 			}
 		})

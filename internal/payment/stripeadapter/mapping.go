@@ -11,6 +11,11 @@ import (
 // MapStatus maps a PaymentIntent to our payment state. A status this code does not know is
 // UNKNOWN_NEEDS_RECONCILIATION, never a guess.
 //
+// REFUNDED here means the provider accepted refunds covering the charge, not that they
+// succeeded: Stripe's charge amount_refunded (and refunded flag) already count a pending
+// refund, which may still fail and leave the money with the merchant, after which the
+// PaymentIntent maps to PAID again. Only RetrieveRefund tells whether a refund succeeded.
+//
 //	requires_payment_method  AUTHORIZING, or FAILED when the last attempt failed
 //	requires_confirmation    AUTHORIZING
 //	requires_action          AUTHORIZING (the buyer must authenticate)
@@ -32,6 +37,7 @@ func MapStatus(pi *stripe.PaymentIntent) payment.State {
 	case stripe.PaymentIntentStatusRequiresCapture:
 		return payment.StateAuthorized
 	case stripe.PaymentIntentStatusSucceeded:
+		// Refunded counts pending refunds too; see above.
 		if ch := pi.LatestCharge; ch != nil && ch.Refunded {
 			return payment.StateRefunded
 		}
@@ -68,7 +74,7 @@ func ToAuthorization(pi *stripe.PaymentIntent) payment.Authorization {
 	}
 	if ch := pi.LatestCharge; ch != nil && ch.Captured {
 		// Stripe counts the released rest of a partial capture as refunded; only what was
-		// returned after capture is a refund to us.
+		// returned after capture is a refund to us. Pending refunds are included.
 		auth.AmountRefunded = ch.AmountRefunded - (ch.Amount - ch.AmountCaptured)
 	}
 	if e := pi.LastPaymentError; e != nil {
@@ -103,4 +109,21 @@ func captureBefore(pi *stripe.PaymentIntent) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(pi.Created, 0).UTC().Add(payment.DefaultAuthorizationValidity)
+}
+
+// ToRefund converts a Stripe refund to the port's Refund. The reservation comes from the
+// refund's metadata, which the adapter sets on every refund it creates.
+func ToRefund(r *stripe.Refund) payment.Refund {
+	out := payment.Refund{
+		RefundID:      r.ID,
+		ReservationID: r.Metadata[MetadataReservationID],
+		Amount:        r.Amount,
+		Currency:      string(r.Currency),
+		Status:        payment.RefundStatus(r.Status),
+		FailureReason: string(r.FailureReason),
+	}
+	if r.PaymentIntent != nil {
+		out.PaymentIntentID = r.PaymentIntent.ID
+	}
+	return out
 }

@@ -50,3 +50,33 @@ func TestMapStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestRefundStatusesAreStripes(t *testing.T) {
+	for ours, theirs := range map[payment.RefundStatus]stripe.RefundStatus{
+		payment.RefundPending:        stripe.RefundStatusPending,
+		payment.RefundSucceeded:      stripe.RefundStatusSucceeded,
+		payment.RefundFailed:         stripe.RefundStatusFailed,
+		payment.RefundCanceled:       stripe.RefundStatusCanceled,
+		payment.RefundRequiresAction: stripe.RefundStatusRequiresAction,
+	} {
+		if ours != string(theirs) {
+			t.Errorf("payment status %q, Stripe's %q", ours, theirs)
+		}
+	}
+}
+
+func TestToRefund(t *testing.T) {
+	got := stripeadapter.ToRefund(&stripe.Refund{
+		ID: "re_1", Amount: 700, Currency: "eur", Status: stripe.RefundStatusFailed,
+		FailureReason: stripe.RefundFailureReasonLostOrStolenCard, PaymentIntent: &stripe.PaymentIntent{ID: "pi_1"},
+		Metadata: map[string]string{stripeadapter.MetadataReservationID: "res-1"},
+	})
+	want := payment.Refund{RefundID: "re_1", PaymentIntentID: "pi_1", ReservationID: "res-1", Amount: 700, Currency: "eur",
+		Status: payment.RefundFailed, FailureReason: "lost_or_stolen_card"}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if bare := stripeadapter.ToRefund(&stripe.Refund{ID: "re_2", Status: stripe.RefundStatusPending}); bare.PaymentIntentID != "" || bare.Status != payment.RefundPending {
+		t.Fatalf("refund without a PaymentIntent: %+v", bare)
+	}
+}

@@ -1,6 +1,7 @@
 package stripeadapter
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -20,10 +21,6 @@ type WebhookOptions struct {
 	// Now is the verifier's clock; nil means time.Now. Tests and the local stack pass the
 	// same clock the simulator signs with.
 	Now func() time.Time
-	// IgnoreAPIVersionMismatch accepts events rendered for another Stripe API version than
-	// stripe-go's (an endpoint pinned to an older version). The fields read here exist in
-	// every recent version.
-	IgnoreAPIVersionMismatch bool
 }
 
 // WebhookVerifier verifies Stripe-Signature headers with one endpoint secret.
@@ -48,16 +45,22 @@ func NewWebhookVerifier(secret string, opts WebhookOptions) *WebhookVerifier {
 // VerifyWebhook checks the signature over the exact payload bytes and the timestamp against
 // the tolerance, then decodes the event. Any failure is a *payment.WebhookRejected.
 //
-// stripe-go checks the timestamp against the wall clock; the verifier asks it to skip that
-// check and applies the same rule with its own clock, so a simulated clock works end to end.
+// stripe-go checks the timestamp against the wall clock; the verifier asks it for the
+// signature only and applies the same timestamp rule with its own clock, so a simulated clock
+// works end to end.
+//
+// Events of every API version are accepted once the signature verifies: an endpoint's
+// version can differ from the one stripe-go pins (an older endpoint, or one upgraded before
+// the SDK), and refusing those events would stall every payment. The verifier therefore
+// does not decode the event into stripe-go's structs, whose shapes belong to the pinned
+// version, but reads only the fields every version shares (id, type, created, livemode,
+// api_version, and the object's id, object, status, metadata, payment_intent,
+// last_payment_error and refunded) and reports the mismatch in Event.APIVersionMismatch.
 func (v *WebhookVerifier) VerifyWebhook(payload []byte, signatureHeader string) (payment.Event, error) {
 	if v.secret == "" {
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature, Err: errors.New("no endpoint secret configured")}
 	}
-	ev, err := webhook.ConstructEventWithOptions(payload, signatureHeader, v.secret, webhook.ConstructEventOptions{
-		IgnoreTolerance:          true,
-		IgnoreAPIVersionMismatch: true,
-	})
+	err := webhook.ValidatePayloadIgnoringTolerance(payload, signatureHeader, v.secret)
 	switch {
 	case errors.Is(err, webhook.ErrNotSigned):
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookNotSigned, Err: err}
@@ -66,7 +69,7 @@ func (v *WebhookVerifier) VerifyWebhook(payload []byte, signatureHeader string) 
 	case errors.Is(err, webhook.ErrNoValidSignature):
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature, Err: err}
 	case err != nil:
-		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookMalformedBody, Err: err}
+		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature, Err: err}
 	}
 	signedAt, err := signatureTimestamp(signatureHeader)
 	if err != nil {
@@ -76,11 +79,7 @@ func (v *WebhookVerifier) VerifyWebhook(payload []byte, signatureHeader string) 
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookStaleTimestamp,
 			Err: errors.New("signed " + age.Truncate(time.Second).String() + " ago, tolerance " + v.opts.Tolerance.String())}
 	}
-	if !v.opts.IgnoreAPIVersionMismatch && ev.APIVersion != stripe.APIVersion {
-		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookAPIVersionMismatch,
-			Err: errors.New("event API version " + ev.APIVersion + ", expected " + stripe.APIVersion)}
-	}
-	return toEvent(ev)
+	return decodeEvent(payload)
 }
 
 // signatureTimestamp reads t= from a header stripe-go already accepted.
@@ -97,60 +96,102 @@ func signatureTimestamp(header string) (time.Time, error) {
 	return time.Time{}, errors.New("no timestamp in Stripe-Signature header")
 }
 
-// toEvent extracts what the saga needs from an event. The object's own fields are only a
-// hint; handlers retrieve the PaymentIntent.
-func toEvent(ev stripe.Event) (payment.Event, error) {
-	if ev.ID == "" || ev.Type == "" || ev.Data == nil {
-		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookMalformedBody,
-			Err: errors.New("event lacks id, type or data")}
+// wireEvent is the part of an event envelope that every API version shares.
+type wireEvent struct {
+	ID         string `json:"id"`
+	Type       string `json:"type"`
+	Created    int64  `json:"created"`
+	Livemode   bool   `json:"livemode"`
+	APIVersion string `json:"api_version"`
+	Data       *struct {
+		Object json.RawMessage `json:"object"`
+	} `json:"data"`
+}
+
+// wireObject is the part of a PaymentIntent, charge or refund that the saga reads.
+type wireObject struct {
+	ID       string            `json:"id"`
+	Object   string            `json:"object"`
+	Status   string            `json:"status"`
+	Metadata map[string]string `json:"metadata"`
+	// PaymentIntent (charge, refund) is an id, an expanded object or null.
+	PaymentIntent json.RawMessage `json:"payment_intent"`
+	// LastPaymentError (PaymentIntent) and Refunded (charge) feed the state mapping.
+	LastPaymentError json.RawMessage `json:"last_payment_error"`
+	Refunded         bool            `json:"refunded"`
+}
+
+// decodeEvent extracts what the saga needs from a verified event. The object's own fields
+// are only a hint; handlers retrieve the PaymentIntent (or the refund).
+func decodeEvent(payload []byte) (payment.Event, error) {
+	malformed := func(err error) (payment.Event, error) {
+		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookMalformedBody, Err: err}
+	}
+	var ev wireEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return malformed(err)
+	}
+	if ev.ID == "" || ev.Type == "" || ev.Data == nil || isNull(ev.Data.Object) {
+		return malformed(errors.New("event lacks id, type or data.object"))
+	}
+	var obj wireObject
+	if err := json.Unmarshal(ev.Data.Object, &obj); err != nil {
+		return malformed(err)
 	}
 	out := payment.Event{
-		ID:         ev.ID,
-		Type:       string(ev.Type),
-		Created:    time.Unix(ev.Created, 0).UTC(),
-		LiveMode:   ev.Livemode,
-		APIVersion: ev.APIVersion,
+		ID:       ev.ID,
+		Type:     ev.Type,
+		Created:  time.Unix(ev.Created, 0).UTC(),
+		LiveMode: ev.Livemode,
+		// An event without a version is treated as a mismatch: nothing says it was
+		// rendered for the pinned version.
+		APIVersion:         ev.APIVersion,
+		APIVersionMismatch: ev.APIVersion != stripe.APIVersion,
+		ReservationID:      obj.Metadata[MetadataReservationID],
+		ProviderStatus:     obj.Status,
 	}
-	var head struct {
-		Object string `json:"object"`
-	}
-	if err := json.Unmarshal(ev.Data.Raw, &head); err != nil {
-		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookMalformedBody, Err: err}
-	}
-	var err error
-	switch head.Object {
+	switch obj.Object {
 	case "payment_intent":
-		var pi stripe.PaymentIntent
-		if err = json.Unmarshal(ev.Data.Raw, &pi); err == nil {
-			out.PaymentIntentID = pi.ID
-			out.ReservationID = pi.Metadata[MetadataReservationID]
-			out.ProviderStatus = string(pi.Status)
-			out.State = MapStatus(&pi)
+		out.PaymentIntentID = obj.ID
+		pi := stripe.PaymentIntent{Status: stripe.PaymentIntentStatus(obj.Status)}
+		if !isNull(obj.LastPaymentError) {
+			pi.LastPaymentError = &stripe.Error{}
 		}
-	case "charge":
-		var ch stripe.Charge
-		if err = json.Unmarshal(ev.Data.Raw, &ch); err == nil {
-			if ch.PaymentIntent != nil {
-				out.PaymentIntentID = ch.PaymentIntent.ID
-			}
-			out.ReservationID = ch.Metadata[MetadataReservationID]
-			out.ProviderStatus = string(ch.Status)
-			if ch.Refunded {
-				out.State = payment.StateRefunded
-			}
+		out.State = MapStatus(&pi)
+	case "charge", "refund":
+		id, err := referencedID(obj.PaymentIntent)
+		if err != nil {
+			return malformed(err)
 		}
-	case "refund":
-		var r stripe.Refund
-		if err = json.Unmarshal(ev.Data.Raw, &r); err == nil {
-			if r.PaymentIntent != nil {
-				out.PaymentIntentID = r.PaymentIntent.ID
-			}
-			out.ReservationID = r.Metadata[MetadataReservationID]
-			out.ProviderStatus = string(r.Status)
+		out.PaymentIntentID = id
+		if obj.Object == "refund" {
+			out.RefundID = obj.ID
+		} else if obj.Refunded {
+			out.State = payment.StateRefunded
 		}
-	}
-	if err != nil {
-		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookMalformedBody, Err: err}
 	}
 	return out, nil
+}
+
+// referencedID reads a reference that Stripe renders as an id, an expanded object or null.
+func referencedID(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var id string
+		err := json.Unmarshal(raw, &id)
+		return id, err
+	}
+	var expanded struct {
+		ID string `json:"id"`
+	}
+	err := json.Unmarshal(raw, &expanded)
+	return expanded.ID, err
+}
+
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
 }

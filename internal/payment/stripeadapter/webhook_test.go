@@ -64,6 +64,9 @@ func TestVerifyWebhookFixtures(t *testing.T) {
 				ev.ProviderStatus != tc.wantStatus || ev.State != tc.wantState || ev.ID == "" || ev.Created.IsZero() {
 				t.Fatalf("event = %+v", ev)
 			}
+			if ev.APIVersion != "2023-10-16" || ev.APIVersionMismatch {
+				t.Fatalf("API version %q, mismatch %v; want the pinned version, no mismatch", ev.APIVersion, ev.APIVersionMismatch)
+			}
 		})
 	}
 }
@@ -75,7 +78,6 @@ func TestVerifyWebhookRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	tampered := []byte(string(payload[:len(payload)-3]) + " }\n")
-	oldVersion := []byte(`{"id":"evt_1","object":"event","api_version":"2020-08-27","created":1796040000,"type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","object":"payment_intent","status":"succeeded","metadata":{"reservation_id":"r1"}}}}`)
 	valid := signed(payload, endpointSecret, verifyAt)
 	tests := []struct {
 		name    string
@@ -95,7 +97,8 @@ func TestVerifyWebhookRejects(t *testing.T) {
 		{"malformed body", []byte("{not json"), signed([]byte("{not json"), endpointSecret, verifyAt), stripeadapter.WebhookOptions{}, payment.WebhookMalformedBody},
 		{"event without id", []byte(`{"object":"event","api_version":"2023-10-16","type":"x"}`),
 			signed([]byte(`{"object":"event","api_version":"2023-10-16","type":"x"}`), endpointSecret, verifyAt), stripeadapter.WebhookOptions{}, payment.WebhookMalformedBody},
-		{"other API version", oldVersion, signed(oldVersion, endpointSecret, verifyAt), stripeadapter.WebhookOptions{}, payment.WebhookAPIVersionMismatch},
+		{"event without data.object", []byte(`{"id":"evt_1","object":"event","type":"x","data":{}}`),
+			signed([]byte(`{"id":"evt_1","object":"event","type":"x","data":{}}`), endpointSecret, verifyAt), stripeadapter.WebhookOptions{}, payment.WebhookMalformedBody},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,13 +113,6 @@ func TestVerifyWebhookRejects(t *testing.T) {
 			}
 		})
 	}
-	t.Run("other API version accepted when allowed", func(t *testing.T) {
-		v := stripeadapter.NewWebhookVerifier(endpointSecret, stripeadapter.WebhookOptions{Now: fixedNow, IgnoreAPIVersionMismatch: true})
-		ev, err := v.VerifyWebhook(oldVersion, signed(oldVersion, endpointSecret, verifyAt))
-		if err != nil || ev.PaymentIntentID != "pi_1" || ev.State != payment.StatePaid {
-			t.Fatalf("event = %+v, %v", ev, err)
-		}
-	})
 	t.Run("empty secret rejects everything", func(t *testing.T) {
 		_, err := stripeadapter.NewWebhookVerifier("", stripeadapter.WebhookOptions{Now: fixedNow}).VerifyWebhook(payload, signed(payload, "", verifyAt))
 		var rejected *payment.WebhookRejected
@@ -124,6 +120,71 @@ func TestVerifyWebhookRejects(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestVerifyWebhookAcceptsEveryAPIVersion proves that a correctly signed event is accepted
+// whatever API version it was rendered for, reports the version and whether it differs from
+// the pinned one, and still meets the signature and timestamp checks.
+func TestVerifyWebhookAcceptsEveryAPIVersion(t *testing.T) {
+	// A refund.failed event as a 2025 API version renders it, with fields the pinned version
+	// does not know (pending_reason, destination_details) and the reservation in metadata.
+	clover := []byte(`{"id":"evt_clover","object":"event","api_version":"2025-09-30.clover","created":1796040000,` +
+		`"context":null,"livemode":true,"pending_webhooks":1,"request":{"id":null,"idempotency_key":null},"type":"refund.failed",` +
+		`"data":{"object":{"id":"re_1","object":"refund","amount":4999,"charge":"ch_1","currency":"eur",` +
+		`"destination_details":{"card":{"reference_status":"unavailable","type":"refund"},"type":"card"},` +
+		`"failure_reason":"expired_or_canceled_card","metadata":{"reservation_id":"r1"},"payment_intent":"pi_1",` +
+		`"pending_reason":null,"status":"failed"}}}`)
+	unversioned := []byte(`{"id":"evt_nover","object":"event","created":1796040000,"type":"payment_intent.succeeded",` +
+		`"data":{"object":{"id":"pi_2","object":"payment_intent","status":"succeeded","last_payment_error":null,"metadata":{"reservation_id":"r2"}}}}`)
+	expandedPI := []byte(`{"id":"evt_exp","object":"event","api_version":"2024-06-20","created":1796040000,"type":"charge.refunded",` +
+		`"data":{"object":{"id":"ch_3","object":"charge","refunded":true,"status":"succeeded","metadata":{"reservation_id":"r3"},"payment_intent":{"id":"pi_3","object":"payment_intent"}}}}`)
+	v := stripeadapter.NewWebhookVerifier(endpointSecret, stripeadapter.WebhookOptions{Now: fixedNow})
+
+	tests := []struct {
+		name    string
+		payload []byte
+		want    payment.Event
+	}{
+		{"2025-09-30.clover refund event", clover, payment.Event{ID: "evt_clover", Type: "refund.failed",
+			Created: time.Unix(1796040000, 0).UTC(), PaymentIntentID: "pi_1", ReservationID: "r1", RefundID: "re_1",
+			ProviderStatus: "failed", LiveMode: true, APIVersion: "2025-09-30.clover", APIVersionMismatch: true}},
+		{"no api_version", unversioned, payment.Event{ID: "evt_nover", Type: "payment_intent.succeeded",
+			Created: time.Unix(1796040000, 0).UTC(), PaymentIntentID: "pi_2", ReservationID: "r2",
+			ProviderStatus: "succeeded", State: payment.StatePaid, APIVersionMismatch: true}},
+		{"charge with an expanded payment_intent", expandedPI, payment.Event{ID: "evt_exp", Type: "charge.refunded",
+			Created: time.Unix(1796040000, 0).UTC(), PaymentIntentID: "pi_3", ReservationID: "r3",
+			ProviderStatus: "succeeded", State: payment.StateRefunded, APIVersion: "2024-06-20", APIVersionMismatch: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := v.VerifyWebhook(tc.payload, signed(tc.payload, endpointSecret, verifyAt.Add(-time.Minute)))
+			if err != nil {
+				t.Fatalf("verify: %v", err)
+			}
+			if ev != tc.want {
+				t.Fatalf("event\n got %+v\nwant %+v", ev, tc.want)
+			}
+		})
+	}
+
+	rejections := []struct {
+		name   string
+		header string
+		want   payment.WebhookReason
+	}{
+		{"bad signature", signed(clover, "whsec_someone_else", verifyAt), payment.WebhookBadSignature},
+		{"stale timestamp", signed(clover, endpointSecret, verifyAt.Add(-6*time.Minute)), payment.WebhookStaleTimestamp},
+		{"not signed", "", payment.WebhookNotSigned},
+	}
+	for _, tc := range rejections {
+		t.Run("2025-09-30.clover event with "+tc.name, func(t *testing.T) {
+			ev, err := v.VerifyWebhook(clover, tc.header)
+			var rejected *payment.WebhookRejected
+			if !errors.As(err, &rejected) || rejected.Reason != tc.want || ev != (payment.Event{}) {
+				t.Fatalf("event %+v, err = %v; want WebhookRejected(%s)", ev, err, tc.want)
+			}
+		})
+	}
 }
 
 // receiver is a webhook endpoint that verifies, dedupes by event id and records; a rejected
@@ -306,6 +367,37 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 		}
 		if sim.PendingWebhooks() != 0 {
 			t.Fatalf("still pending: %d", sim.PendingWebhooks())
+		}
+	})
+
+	t.Run("a failed refund's events name the refund", func(t *testing.T) {
+		_, fake, rc, p := webhookRig(t, endpointSecret, paymentsim.WebhookConfig{})
+		ctx := context.Background()
+		auth, err := p.CreateOrReuseAuthorization(ctx, payment.AuthorizationRequest{ReservationID: "res-rf", Amount: 1500, Currency: "eur"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID, PaymentMethod: paymentsim.PaymentMethodRefundFail, Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID}); err != nil {
+			t.Fatal(err)
+		}
+		refund, err := p.Refund(ctx, payment.RefundRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID, Attempt: 1})
+		if err != nil || refund.Status != payment.RefundFailed {
+			t.Fatalf("refund: %+v, %v", refund, err)
+		}
+		fake.Advance(time.Second)
+		events, _, rejected := rc.snapshot()
+		var failed *payment.Event
+		for i := range events {
+			if events[i].Type == "refund.failed" {
+				failed = &events[i]
+			}
+		}
+		if rejected != 0 || failed == nil || failed.RefundID != refund.RefundID || failed.ProviderStatus != payment.RefundFailed ||
+			failed.PaymentIntentID != auth.PaymentIntentID || failed.ReservationID != "res-rf" || failed.APIVersionMismatch {
+			t.Fatalf("refund.failed event %+v among %+v (rejected %d)", failed, events, rejected)
 		}
 	})
 
