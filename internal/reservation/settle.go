@@ -338,7 +338,22 @@ func unwind(f Facts) Decision {
 	// claimed by someone else, which an expiry leaves alone and a release refuses.
 	expired := (f.Inventory == Held || f.Inventory == PaymentPending) && !f.HoldLive
 	switch f.Truth {
-	case TruthAuthorized, TruthAwaitingBuyer, TruthDeclined:
+	case TruthDeclined:
+		// Record the decline first: FAILED is the durable fact that the saga gave up, which
+		// a later authorization of the same intent must not overturn.
+		if f.Payment == Authorizing || f.Payment == UnknownNeedsReconciliation {
+			return record(f, PaymentDeclined, false, false)
+		}
+		return Decision{Action: ActVoid}
+	case TruthAuthorized:
+		// Record the authorization before voiding it: the record then says money was held
+		// (capture deadline included), which names the outcome "voided" and tells the
+		// customer their late payment was returned.
+		if f.Payment == Authorizing || f.Payment == UnknownNeedsReconciliation {
+			return record(f, AuthorizationOK, false, false)
+		}
+		return Decision{Action: ActVoid}
+	case TruthAwaitingBuyer:
 		return Decision{Action: ActVoid}
 	case TruthProcessing:
 		// It cannot be voided now. Seats of a payment still authorizing may go back (a late

@@ -172,6 +172,10 @@ var specSell = []row{
 
 // specUnwind: money before seats.
 var specUnwind = []row{
+	// A decline is recorded before the void: FAILED is the durable "given up".
+	{when{truth: truth(TruthDeclined), pay: pay(Authorizing, UnknownNeedsReconciliation)}, then{act: ActRecord, record: PaymentDeclined}},
+	// So is an authorization: the record then names the outcome "voided".
+	{when{truth: truth(TruthAuthorized), pay: pay(Authorizing, UnknownNeedsReconciliation)}, then{act: ActRecord, record: AuthorizationOK}},
 	{when{truth: truth(TruthAuthorized, TruthAwaitingBuyer, TruthDeclined)}, then{act: ActVoid}},
 	{when{truth: truth(TruthProcessing), inv: inv(Held, PaymentPending, Confirmed), pay: pay(Authorizing)},
 		then{act: ActRelease}},
@@ -377,8 +381,11 @@ func TestDecideExamples(t *testing.T) {
 		f    Facts
 		want Decision
 	}{
-		{"late authorization after the customer cancelled is voided",
+		{"late authorization after the customer cancelled is recorded first",
 			Facts{Inventory: Released, Payment: Authorizing, Truth: TruthAuthorized, CustomerCanceled: true, Policy: LateSuccessReacquire},
+			Decision{Action: ActRecord, Event: AuthorizationOK}},
+		{"a recorded late authorization after the customer cancelled is voided, never reacquired",
+			Facts{Inventory: Released, Payment: Authorized, Truth: TruthAuthorized, CustomerCanceled: true, Policy: LateSuccessReacquire},
 			Decision{Action: ActVoid}},
 		{"late authorization of a lapsed hold is recorded before reacquiring",
 			Facts{Inventory: Held, Payment: Authorizing, Truth: TruthAuthorized, Policy: LateSuccessReacquire},
