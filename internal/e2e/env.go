@@ -411,6 +411,33 @@ func (e *Env) ExpectOutbox(id string, want ...outbox.Type) {
 	}
 }
 
+// ExpectOutboxUnwound fails unless the reservation's outbox announces, in version order, the
+// given types (other records may stand between them: the webhook records the provider's
+// truth when it gets there first) and its last record shows the seats RELEASED, whether a
+// release of its own or a payment record that released them in the same write.
+func (e *Env) ExpectOutboxUnwound(id string, want ...outbox.Type) {
+	e.T.Helper()
+	events := e.Outbox(id)
+	got := make([]outbox.Type, len(events))
+	next := 0
+	for i, ev := range events {
+		got[i] = ev.Type
+		if next < len(want) && ev.Type == want[next] {
+			next++
+		}
+	}
+	if next < len(want) {
+		e.T.Fatalf("outbox of %s\n got %v\nwant, in this order, %v", id, got, want)
+	}
+	if len(events) == 0 {
+		e.T.Fatalf("outbox of %s is empty", id)
+	}
+	var snap outbox.ReservationSnapshot
+	if err := json.Unmarshal(events[len(events)-1].Payload, &snap); err != nil || snap.InventoryState != string(reservation.Released) {
+		e.T.Fatalf("outbox of %s %v: the last record does not show the seats released (%s, %v)", id, got, snap.InventoryState, err)
+	}
+}
+
 // Ledger returns the simulator's one ledger entry for the reservation (failing if it created
 // more than one PaymentIntent), or ok=false when no payment object exists.
 func (e *Env) Ledger(id string) (paymentsim.LedgerEntry, bool) {

@@ -10,32 +10,32 @@ import (
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/paymentsim"
 	"github.com/seatsaga/seatsaga/internal/reservation"
-	"github.com/seatsaga/seatsaga/internal/saga"
 )
 
 // 12 (authorize, the webhook first). The authorize step crashes after creating the
-// PaymentIntent and recording its task token; while the state backs off, the customer completes
-// 3-D Secure and the webhook records the authorization and answers the dead token. The retried
-// attempt finds the payment AUTHORIZED and, instead of answering its own token (only the api
-// and webhook may call SendTask*), fails with PaymentAlreadyAuthorized, which the ASL catches
-// into "Confirm seats": CONFIRMED + PAID on the happy path's five states, one PaymentIntent,
-// one authorization, one capture.
+// PaymentIntent and recording its task token; the payment wait has no Retry (a retried
+// attempt would wait the whole hold again), so the execution goes to reconciliation. Before
+// reconciliation runs, the customer completes 3-D Secure and the webhook records the
+// authorization and answers the dead token. Reconciliation finds it authorized while the hold
+// is live, confirms the seats and hands the capture on: CONFIRMED + PAID, one PaymentIntent,
+// one authorization, one capture, and nobody answered the dead token but the webhook.
 func TestKAuthorizeCrashThenCustomerAuthorizes(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
 	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
 		t.Fatal(err)
 	}
+	open, waiting, err := e.Stack.Lambdas.Gate("reconcile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open()
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 
-	// The clock must not move until the webhook has answered: the retry's backoff is under a
-	// second of fake time, and WaitFor steps the clock whenever the stack looks idle. A limit
-	// of now means it never steps.
+	// The clock must not move: a limit of now means WaitFor never steps it.
 	still := e.Clock.Now()
-	e.WaitFor("the first authorize attempt to crash after its writes", still, func() bool {
-		return e.Stack.Lambdas.Stats("authorize").FaultsInjected == 1
-	})
+	e.WaitFor("the crashed authorize attempt to reach reconciliation", still, func() bool { return waiting() == 1 })
 	first := e.ExpectReservation(in.ReservationID, reservation.PaymentPending, reservation.Authorizing)
 	l, ok := e.Ledger(in.ReservationID)
 	if !ok || l.Status != "requires_action" || first.TaskToken == "" || first.PaymentIntentID != l.PaymentIntentID {
@@ -45,29 +45,25 @@ func TestKAuthorizeCrashThenCustomerAuthorizes(t *testing.T) {
 	if err := e.Stack.Payments.Authenticate(first.PaymentIntentID, true); err != nil {
 		t.Fatal(err)
 	}
-	// The webhook's callback goes to the dead token whenever it runs; what matters is that the
-	// authorization is recorded before the retry runs.
 	e.WaitFor("the webhook to record the authorization", still, func() bool {
 		return e.Reservation(in.ReservationID).Payment == reservation.Authorized
 	})
-	if n := e.Stack.Lambdas.Invocations("authorize"); n != 1 {
-		t.Fatalf("authorize retried before the buyer authorized: %d runs", n)
-	}
+	open()
 
 	x := e.Finish(arn)
 	if x.Status != "SUCCEEDED" {
 		t.Fatalf("%s %s: %s %v", x.Status, x.Error, x.Cause, x.Path)
 	}
-	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
-	if got := kTaskFailures(e, arn); len(got) != 2 || got[0] != "Lambda.ServiceException" || got[1] != saga.ErrPaymentAlreadyAuthorized {
-		t.Fatalf("task failures %v, want the crash then %s", got, saga.ErrPaymentAlreadyAuthorized)
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Capture payment", "Confirmed")
+	if got := kTaskFailures(e, arn); len(got) != 1 || got[0] != "Lambda.ServiceException" {
+		t.Fatalf("task failures %v, want only the crash", got)
 	}
-	if n := e.Stack.Lambdas.Invocations("authorize"); n != 2 {
-		t.Fatalf("authorize ran %d times, want 2 (crash, retry)", n)
+	if n := e.Stack.Lambdas.Invocations("authorize"); n != 1 {
+		t.Fatalf("authorize ran %d times, want 1 (the crash; reconciliation took over)", n)
 	}
 	r := e.ExpectReservation(in.ReservationID, reservation.Confirmed, reservation.Paid)
 	if r.TaskToken != first.TaskToken {
-		t.Fatal("the retry recorded its token, which nobody may answer")
+		t.Fatal("a token other than the crashed attempt's was recorded")
 	}
 	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, in.ReservationID)
 	e.ExpectOutbox(in.ReservationID, outbox.SeatsHeld, outbox.PaymentPending, outbox.PaymentStateChanged,

@@ -4,6 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
 	"github.com/seatsaga/seatsaga/internal/localstack"
 	"github.com/seatsaga/seatsaga/internal/paymentsim"
 	"github.com/seatsaga/seatsaga/internal/reservation"
@@ -11,7 +15,8 @@ import (
 
 // M2. A late authorization that lands when nothing waits for it any more: the reconcile loop
 // spent its attempts while the payment was processing (seats released, payment UNKNOWN, the
-// execution ended in "Needs reconciliation"), another buyer bought the seat, and then the
+// execution ended in "Needs reconciliation" with the payment still AUTHORIZING, which keeps it
+// on the reconciliation index), another buyer bought the seat, and then the
 // provider authorizes. The webhook changes nothing (stale); the authorization stays on the
 // reconciliation index, so the invariant checker accepts it as backlog, and the sweeper voids it
 // after the grace period. At no moment is an authorization open on a released reservation
@@ -27,13 +32,16 @@ func TestLateAuthorizationAfterTheSagaGaveUp(t *testing.T) {
 	e.Clock.Set(deadline)
 	authorizedAt := deadline.Add(4 * time.Minute) // before the late authorization lands
 	e.WaitFor("the saga to give up", authorizedAt, func() bool {
-		return e.Reservation(in.ReservationID).Payment == reservation.UnknownNeedsReconciliation
+		st, err := e.Stack.SFN.DescribeExecution(e.Ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+		return err == nil && st.Status != sfntypes.ExecutionStatusRunning
 	})
 	x := e.Finish(arn)
 	if x.Error != "NeedsReconciliation" {
 		t.Fatalf("%s %s: %s (path %v)", x.Status, x.Error, x.Cause, x.Path)
 	}
-	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.UnknownNeedsReconciliation)
+	if r := e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Authorizing); !r.Unsettled() {
+		t.Fatal("the released, still authorizing reservation is not on the reconciliation index")
+	}
 
 	bob := Input("bob", "k1", "ev1", paymentsim.PaymentMethodVisa, seats[0])
 	if bx := e.Finish(e.Reserve(bob)); bx.Status != "SUCCEEDED" {
@@ -45,8 +53,8 @@ func TestLateAuthorizationAfterTheSagaGaveUp(t *testing.T) {
 		return ok && l.Status == "requires_capture"
 	})
 	e.WaitFor("the webhooks to be delivered", time.Time{}, func() bool { return e.Stack.Payments.PendingWebhooks() == 0 })
-	// Open, but in the backlog: the saga recorded it as unknown, and the webhook did not move it.
-	r := e.ExpectReservation(in.ReservationID, reservation.Released, reservation.UnknownNeedsReconciliation)
+	// Open, but in the backlog: the webhook did not move it (the saga no longer waits).
+	r := e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Authorizing)
 	e.Invariants()
 
 	e.Clock.Set(r.ReconcileSince.Add(e.Stack.AppConfig.SweepGrace + time.Second))

@@ -340,16 +340,17 @@ func unwind(f Facts) Decision {
 	switch f.Truth {
 	case TruthDeclined:
 		// Record the decline first: FAILED is the durable fact that the saga gave up, which
-		// a later authorization of the same intent must not overturn.
-		if f.Payment == Authorizing || f.Payment == UnknownNeedsReconciliation {
+		// a later authorization of the same intent must not overturn. Not from UNKNOWN: an
+		// unanswered void records UNKNOWN again, and each retry would flip the two.
+		if f.Payment == Authorizing {
 			return record(f, PaymentDeclined, false, false)
 		}
 		return Decision{Action: ActVoid}
 	case TruthAuthorized:
 		// Record the authorization before voiding it: the record then says money was held
 		// (capture deadline included), which names the outcome "voided" and tells the
-		// customer their late payment was returned.
-		if f.Payment == Authorizing || f.Payment == UnknownNeedsReconciliation {
+		// customer their late payment was returned. Not from UNKNOWN, as for a decline.
+		if f.Payment == Authorizing {
 			return record(f, AuthorizationOK, false, false)
 		}
 		return Decision{Action: ActVoid}

@@ -173,9 +173,9 @@ var specSell = []row{
 // specUnwind: money before seats.
 var specUnwind = []row{
 	// A decline is recorded before the void: FAILED is the durable "given up".
-	{when{truth: truth(TruthDeclined), pay: pay(Authorizing, UnknownNeedsReconciliation)}, then{act: ActRecord, record: PaymentDeclined}},
+	{when{truth: truth(TruthDeclined), pay: pay(Authorizing)}, then{act: ActRecord, record: PaymentDeclined}},
 	// So is an authorization: the record then names the outcome "voided".
-	{when{truth: truth(TruthAuthorized), pay: pay(Authorizing, UnknownNeedsReconciliation)}, then{act: ActRecord, record: AuthorizationOK}},
+	{when{truth: truth(TruthAuthorized), pay: pay(Authorizing)}, then{act: ActRecord, record: AuthorizationOK}},
 	{when{truth: truth(TruthAuthorized, TruthAwaitingBuyer, TruthDeclined)}, then{act: ActVoid}},
 	{when{truth: truth(TruthProcessing), inv: inv(Held, PaymentPending, Confirmed), pay: pay(Authorizing)},
 		then{act: ActRelease}},
