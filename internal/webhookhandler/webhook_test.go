@@ -259,10 +259,10 @@ func TestWebhookOutcomes(t *testing.T) {
 			wantPayment: reservation.Authorizing},
 		{name: "authorized: transition and SendTaskSuccess", sig: "ok", pi: "pi_1", wantStatus: 200,
 			wantAction: ActionAuthorized, wantPayment: reservation.Authorized, wantSuccess: 1, wantRecorded: true},
-		{name: "declined: PaymentDeclined, the open intent left to compensation's void", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+		{name: "declined: FAILED recorded and PaymentDeclined, the open intent left to compensation's void", sig: "ok", pi: "pi_1", setup: func(r *rig) {
 			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed,
 				ProviderStatus: "requires_payment_method", LastDecline: &payment.Declined{Code: "card_declined"}}
-		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Authorizing, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
+		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Failed, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
 		{name: "a cancelled, waiting reservation authorized: recorded, and CustomerCanceled instead of success", sig: "ok", pi: "pi_1", setup: func(r *rig) {
 			res := r.store.byID["r1"]
 			res.CustomerCanceled = true
@@ -273,7 +273,7 @@ func TestWebhookOutcomes(t *testing.T) {
 			res.CustomerCanceled = true
 			r.store.byID["r1"] = res
 			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed, ProviderStatus: "requires_payment_method"}
-		}, wantStatus: 200, wantAction: ActionCustomerCanceled, wantPayment: reservation.Authorizing, wantFailure: saga.ErrCustomerCanceled, wantRecorded: true},
+		}, wantStatus: 200, wantAction: ActionCustomerCanceled, wantPayment: reservation.Failed, wantFailure: saga.ErrCustomerCanceled, wantRecorded: true},
 		{name: "a cancelled reservation the saga no longer waits for: nothing changes", sig: "ok", pi: "pi_1", setup: func(r *rig) {
 			res := r.store.byID["r1"]
 			res.CustomerCanceled, res.Inventory, res.Outcome = true, reservation.Released, reservation.OutcomeReleased
