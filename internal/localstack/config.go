@@ -133,6 +133,9 @@ type PaymentsConfig struct {
 	WebhookReorder       bool
 	WebhookReorderWindow time.Duration
 	WebhookDelay         time.Duration
+	// RefundDelay is how long a refund stays pending before the provider settles it
+	// (succeeded, or failed for paymentsim.PaymentMethodRefundFail); 0 settles at once.
+	RefundDelay time.Duration
 	// Seed makes the simulator's ids and random choices reproducible.
 	Seed int64
 }

@@ -275,6 +275,7 @@ func (st *Stack) startPayments() error {
 		Clock:                  st.Clock,
 		ThreeDSDelay:           p.ThreeDSDelay,
 		LateAuthorizationDelay: p.LateAuthorizationDelay,
+		RefundDelay:            p.RefundDelay,
 		// The Stripe client's timeout is what ends a lost response; keep the hold shorter so
 		// Close never waits on one.
 		LostResponseHold: 15 * time.Second,

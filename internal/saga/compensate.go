@@ -48,14 +48,21 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 	out, err := s.settle(ctx, in, "compensate", settleOptions{stopAtCapture: true, reason: reason})
 	res.Version = out.R.Version
 	res.SeatsReleased = out.Released
-	switch out.R.Payment {
-	case reservation.Canceled:
-		res.Payment = "voided"
-	case reservation.Refunded:
+	switch {
+	case out.Refunded || out.R.Payment == reservation.Refunded || out.R.Payment == reservation.RefundPending:
 		res.Payment = "refunded"
+	case out.Voided || out.R.Payment == reservation.Canceled:
+		res.Payment = "voided"
 	}
 	if err != nil {
 		s.outcome(ctx, "compensate", in, outcomeName(err), err)
+		return res, err
+	}
+	if out.Last.Action == reservation.ActWait && out.Last.Waiting == reservation.WaitProvider {
+		// The provider must move first (a payment still processing, a refund pending): the
+		// ASL retries this step, then reconciles with its backoff.
+		err := &PaymentUncertain{ReservationID: id, Detail: "compensation waits for the provider: " + out.Last.Reason}
+		s.outcome(ctx, "compensate", in, "uncertain", err)
 		return res, err
 	}
 	if out.Last.Action != reservation.ActDone || out.Last.Outcome == reservation.SettledSold {

@@ -61,7 +61,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 		// execution was sent to, not the reconcile attempts: attempts spent waiting for a
 		// late authorization say nothing about capturing it.
 		if res.Captures > 0 && res.Captures >= max(s.attempts()-1, 1) {
-			return s.unresolved(ctx, in, &res, "capture kept failing")
+			return s.again(ctx, in, out.R, &res, "capture kept failing")
 		}
 		res.Captures++
 		return finish(OutcomeCapture, "")
