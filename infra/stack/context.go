@@ -148,5 +148,7 @@ func (t *Thresholds) byName() map[string]*float64 {
 		"UnresolvedPaymentOldestAgeSeconds": &t.UnresolvedPaymentOldestAgeSeconds,
 		"ReconciliationBacklog":             &t.ReconciliationBacklog,
 		"AuthorizationsNearCaptureDeadline": &t.AuthorizationsNearCaptureDeadline,
+		"SettlementEscalated":               &t.SettlementEscalated,
+		"ProviderRefusals":                  &t.ProviderRefusals,
 	}
 }

@@ -34,6 +34,8 @@ const (
 	MetricUnresolvedPaymentOldestAgeSeconds = sweeper.MetricUnresolvedPaymentOldestAgeSeconds
 	MetricReconciliationBacklog             = sweeper.MetricReconciliationBacklog
 	MetricAuthorizationsNearCaptureDeadline = sweeper.MetricAuthorizationsNearCaptureDeadline
+	MetricSettlementEscalated               = saga.MetricSettlementEscalated
+	MetricProviderRefusals                  = saga.MetricProviderRefusals
 )
 
 // Thresholds set when each alarm fires. Zero fields take the defaults of DefaultThresholds.
@@ -60,6 +62,12 @@ type Thresholds struct {
 	UnresolvedPaymentOldestAgeSeconds float64
 	ReconciliationBacklog             float64
 	AuthorizationsNearCaptureDeadline float64
+	// SettlementEscalated: reservations the settlement decision handed to a person (a refund
+	// that keeps failing, a record no transition can fix), per five minutes.
+	SettlementEscalated float64
+	// ProviderRefusals: the provider refusing the system's own requests (a wrong or rotated
+	// key, a permission), per five minutes.
+	ProviderRefusals float64
 }
 
 // DefaultThresholds are sized for a flash sale of a few thousand seats. Conditional-check
@@ -82,6 +90,8 @@ func DefaultThresholds() Thresholds {
 		UnresolvedPaymentOldestAgeSeconds: 3600,
 		ReconciliationBacklog:             1,
 		AuthorizationsNearCaptureDeadline: 1,
+		SettlementEscalated:               1,
+		ProviderRefusals:                  1,
 	}
 }
 
@@ -109,6 +119,8 @@ func (t Thresholds) withDefaults() Thresholds {
 	fill(&t.UnresolvedPaymentOldestAgeSeconds, d.UnresolvedPaymentOldestAgeSeconds)
 	fill(&t.ReconciliationBacklog, d.ReconciliationBacklog)
 	fill(&t.AuthorizationsNearCaptureDeadline, d.AuthorizationsNearCaptureDeadline)
+	fill(&t.SettlementEscalated, d.SettlementEscalated)
+	fill(&t.ProviderRefusals, d.ProviderRefusals)
 	return t
 }
 
@@ -188,10 +200,14 @@ func NewMonitoring(scope constructs.Construct, id string, p MonitoringProps) *Mo
 			metric: gauge(MetricUnresolvedPayments), threshold: t.UnresolvedPayments, periods: gaugePeriods},
 		{name: "UnresolvedPaymentOldestAgeSeconds", description: "A payment has been unresolved for too long: money whose fate is unknown.",
 			metric: gauge(MetricUnresolvedPaymentOldestAgeSeconds), threshold: t.UnresolvedPaymentOldestAgeSeconds, periods: 1},
-		{name: "ReconciliationBacklog", description: "Reservations left in UNKNOWN_NEEDS_RECONCILIATION after bounded automatic retries: an operator must look at each.",
+		{name: "ReconciliationBacklog", description: "Reservations whose seats and money still disagree after the saga's bounded retries (payment unknown, confirmed seats not captured, money held or captured for released seats, a refund pending): the sweeper keeps settling them; look first at the oldest and at escalations.",
 			metric: gauge(MetricReconciliationBacklog), threshold: t.ReconciliationBacklog, periods: 1},
 		{name: "AuthorizationsNearCaptureDeadline", description: "Authorized payments close to the provider's capture deadline: capture or void them before the authorization lapses.",
 			metric: gauge(MetricAuthorizationsNearCaptureDeadline), threshold: t.AuthorizationsNearCaptureDeadline, periods: 1},
+		{name: "SettlementEscalated", description: "The settlement decision handed a reservation to a person (a refund that keeps failing, a record no transition can fix): find the 'settlement needs a person' log line by reservationId and settle it at the provider.",
+			metric: sum(MetricSettlementEscalated), threshold: t.SettlementEscalated, periods: 1},
+		{name: "ProviderRefusals", description: "The payment provider refuses the system's own requests (authentication, permission, invalid request): check the Stripe secret and its rotation first; buyers are not declined, their holds wait.",
+			metric: sum(MetricProviderRefusals), threshold: t.ProviderRefusals, periods: 1},
 		{name: "SweeperNotRunning", description: "The sweeper has not run for three periods: expired holds and backlog figures are no longer watched.",
 			metric:    p.Sweeper.Function.MetricInvocations(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(float64(p.SweepEveryMinutes))), Statistic: jsii.String("Sum")}),
 			threshold: 1, periods: 3, missingBreaches: true},

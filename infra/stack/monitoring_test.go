@@ -42,6 +42,8 @@ func TestEveryAlarmExistsWithItsMetric(t *testing.T) {
 		{"UnresolvedPaymentOldestAgeSeconds", "Seatsaga", MetricUnresolvedPaymentOldestAgeSeconds, "Maximum", "", d.UnresolvedPaymentOldestAgeSeconds},
 		{"ReconciliationBacklog", "Seatsaga", MetricReconciliationBacklog, "Maximum", "", d.ReconciliationBacklog},
 		{"AuthorizationsNearCaptureDeadline", "Seatsaga", MetricAuthorizationsNearCaptureDeadline, "Maximum", "", d.AuthorizationsNearCaptureDeadline},
+		{"SettlementEscalated", "Seatsaga", MetricSettlementEscalated, "Sum", "", d.SettlementEscalated},
+		{"ProviderRefusals", "Seatsaga", MetricProviderRefusals, "Sum", "", d.ProviderRefusals},
 		{"ExecutionsFailed", "AWS/States", "ExecutionsFailed", "Sum", smID, d.ExecutionsFailed},
 		{"ExecutionsTimedOut", "AWS/States", "ExecutionsTimedOut", "Sum", smID, d.ExecutionsTimedOut},
 		{"ExecutionTimeP99", "AWS/States", "ExecutionTime", "p99", smID, d.ExecutionTimeP99Seconds * 1000},
