@@ -51,10 +51,12 @@ var sagaStepTables = map[string]Access{
 // Specs lists every function; the order of build.Functions is kept.
 func Specs() []FunctionSpec {
 	return []FunctionSpec{
-		// The api only reads: the saga's steps write. It reads the Stripe key to hand the
-		// reservation's owner the PaymentIntent client secret.
+		// The api reads seats and reservations; its one write is the customer's cancel, recorded
+		// on the reservation with its outbox record before it is acknowledged (it never
+		// touches seats). It reads the Stripe key to hand the reservation's owner the
+		// PaymentIntent client secret.
 		{Name: "api", Description: "Customer API: create, read and cancel reservations", TimeoutSec: 10, MemoryMB: 512,
-			Tables: map[string]Access{tables.SeatsTable: Read, tables.ReservationsTable: Read}, StripeKey: true},
+			Tables: map[string]Access{tables.SeatsTable: Read, tables.ReservationsTable: ReadWrite, tables.OutboxTable: Write}, StripeKey: true},
 		{Name: "webhook", Description: "Stripe webhook: verify, dedupe, apply, complete the waiting task", TimeoutSec: 15, MemoryMB: 256,
 			Tables: map[string]Access{tables.SeatsTable: ReadWrite, tables.ReservationsTable: ReadWrite,
 				tables.OutboxTable: Write, tables.ProcessedEventsTable: ReadWrite},
