@@ -87,11 +87,20 @@ func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 		if ex.status == sfntypes.ExecutionStatusRunning {
 			return events.APIGatewayProxyResponse{}, notReady()
 		}
-		view, e := h.status(ctx, id, ex)
+		// The execution ended. Its claim may have written the reservation since the lookup:
+		// then the cancel is recorded like any other, never answered from a stale view.
+		stored, found, e := h.read(ctx, id)
 		if e != nil {
 			return events.APIGatewayProxyResponse{}, e
 		}
-		return jsonResponse(http.StatusOK, view), nil
+		if !found {
+			view, e := h.status(ctx, id, ex)
+			if e != nil {
+				return events.APIGatewayProxyResponse{}, e
+			}
+			return jsonResponse(http.StatusOK, view), nil
+		}
+		r = stored
 	}
 	r, recorded, e := h.recordCancel(ctx, r)
 	if e != nil {

@@ -41,6 +41,7 @@ const (
 	attrCustomerCancel  = "customerCanceled"
 	attrRefundID        = "refundId"
 	attrRefundAttempts  = "refundAttempts"
+	attrUnwinding       = "unwinding"
 	attrCreatedAt       = "createdAt"
 	// attrRevision counts every write of a reservation item, including detail updates that
 	// keep the version; whole-item puts are conditioned on it so none overwrites another.
@@ -136,6 +137,9 @@ func reservationItem(r reservation.Reservation, revision int64) map[string]types
 	if r.CustomerCanceled {
 		item[attrCustomerCancel] = &types.AttributeValueMemberBOOL{Value: true}
 	}
+	if r.Unwinding {
+		item[attrUnwinding] = &types.AttributeValueMemberBOOL{Value: true}
+	}
 	if r.HoldActive() {
 		item[tables.AttrHoldShard] = s(shardOf(r.ID))
 	}
@@ -209,6 +213,7 @@ func DecodeReservation(item map[string]types.AttributeValue) (reservation.Reserv
 		CaptureBefore:    ir.time(attrCaptureBefore),
 		CancelAttempts:   int(ir.num(attrCancelAttempts)),
 		CustomerCanceled: ir.flag(attrCustomerCancel),
+		Unwinding:        ir.flag(attrUnwinding),
 		RefundID:         ir.str(attrRefundID),
 		RefundAttempts:   int(ir.num(attrRefundAttempts)),
 		CreatedAt:        ir.time(attrCreatedAt),

@@ -90,7 +90,7 @@ func (u PaymentUpdate) applyDetails(r *Reservation) {
 	if u.CancelAttempts > r.CancelAttempts {
 		r.CancelAttempts = u.CancelAttempts
 	}
-	if u.RefundID != "" {
+	if u.RefundID != "" && u.Event != RefundFailed {
 		r.RefundID = u.RefundID
 	}
 	if u.RefundAttempts > r.RefundAttempts {

@@ -33,6 +33,12 @@ type Reservation struct {
 	// reservation: no later provider truth (a late authorization or capture) may confirm,
 	// capture or reacquire its seats; it is voided or refunded instead. Once set it stays.
 	CustomerCanceled bool
+	// Unwinding records that the reservation is being unwound: its payment was declined,
+	// voided or refunded (it entered FAILED, CANCELED, REFUND_PENDING or REFUNDED). Like
+	// CustomerCanceled it stays once set, so a later provider truth (an authorization after a
+	// decline, a refund that failed) is voided or refunded again, never sold, whatever states
+	// the payment passes through afterwards (UNKNOWN included).
+	Unwinding bool
 	// RefundID is the provider's id of the latest refund; only the refund itself says whether
 	// it succeeded (a payment looks refunded at the provider while its refund is pending).
 	RefundID string
@@ -237,6 +243,16 @@ func (r Reservation) ApplyPayment(ev PaymentEvent, from PaymentState, g Guard, n
 	}
 	next := r.bumped(now)
 	next.Payment = to
+	switch to {
+	case Failed, Canceled, RefundPending, Refunded:
+		next.Unwinding = true
+	}
+	if ev == RefundFailed {
+		// The failed refund is counted and forgotten: the next one is a new attempt with a
+		// key and an id of its own.
+		next.RefundAttempts++
+		next.RefundID = ""
+	}
 	if to == UnknownNeedsReconciliation {
 		next.ReconcileSince = now.UTC()
 	} else {

@@ -60,12 +60,15 @@ const (
 	TruthRefundPending Truth = "refund_pending"
 	// TruthRefunded: the money was taken and returned in full.
 	TruthRefunded Truth = "refunded"
+	// TruthRefundFailed: the reservation's latest refund failed (or was refused): the money is
+	// still captured, and the failure must be counted before the next attempt.
+	TruthRefundFailed Truth = "refund_failed"
 )
 
 // Truths lists every provider truth.
 func Truths() []Truth {
 	return []Truth{TruthNotAsked, TruthUnavailable, TruthNoPayment, TruthAwaitingBuyer, TruthDeclined,
-		TruthProcessing, TruthAuthorized, TruthCaptured, TruthCanceled, TruthRefundPending, TruthRefunded}
+		TruthProcessing, TruthAuthorized, TruthCaptured, TruthCanceled, TruthRefundPending, TruthRefunded, TruthRefundFailed}
 }
 
 // MaxRefundAttempts bounds refunds of one reservation that the provider reports failed; past
@@ -80,7 +83,9 @@ type Facts struct {
 	// HoldLive: the hold's deadline is still ahead (meaningful while HELD or PAYMENT_PENDING).
 	HoldLive         bool
 	CustomerCanceled bool
-	Policy           LateSuccessPolicy
+	// Unwinding: the payment was declined, voided or refunded once (Reservation.Unwinding).
+	Unwinding bool
+	Policy    LateSuccessPolicy
 	// CaptureDeadlinePassed: the provider's authorization can no longer be captured in
 	// time, so a lapsed hold is not reacquired.
 	CaptureDeadlinePassed bool
@@ -103,6 +108,7 @@ func FactsOf(r Reservation, truth Truth, policy LateSuccessPolicy, t time.Time) 
 		Inventory: r.Inventory, Payment: r.Payment, Truth: truth,
 		HoldLive:              r.HoldLive(t),
 		CustomerCanceled:      r.CustomerCanceled,
+		Unwinding:             r.Unwinding,
 		Policy:                policy,
 		CaptureDeadlinePassed: !r.CaptureBefore.IsZero() && !t.Before(r.CaptureBefore),
 		RefundAttempts:        r.RefundAttempts,
@@ -190,11 +196,15 @@ func Decide(f Facts) Decision {
 		return Decision{Action: ActAsk}
 	case TruthUnavailable:
 		// Recording the unknown keeps the seats protected and puts the reservation on the
-		// reconciliation index until the provider answers.
-		if ev, ok := recordable(f.Payment, OutcomeUnknown); ok && f.Payment != UnknownNeedsReconciliation {
+		// reconciliation index until the provider answers. Not from FAILED: the decision never
+		// releases seats without the provider's answer, and FAILED names the outcome.
+		if ev, ok := recordable(f.Payment, OutcomeUnknown); ok && f.Payment != UnknownNeedsReconciliation && f.Payment != Failed {
 			return Decision{Action: ActRecord, Event: ev, Reason: "the provider did not answer"}
 		}
 		return Decision{Action: ActWait, Waiting: WaitProvider, Reason: "the provider did not answer"}
+	case TruthRefundFailed:
+		// Count the failed refund first, whatever the goal: the next refund is a new attempt.
+		return record(f, RefundFailed, false, false)
 	}
 	switch goalOf(f) {
 	case goalSell:
@@ -222,7 +232,7 @@ func atRest(f Facts) (Decision, bool) {
 	// A truth the caller already has still counts: money found held or taken for released
 	// seats is not at rest, whatever the stored state says.
 	switch f.Truth {
-	case TruthAuthorized, TruthCaptured, TruthRefundPending, TruthProcessing, TruthAwaitingBuyer, TruthDeclined:
+	case TruthAuthorized, TruthCaptured, TruthRefundPending, TruthRefundFailed, TruthProcessing, TruthAwaitingBuyer, TruthDeclined:
 		if f.Payment != NotStarted {
 			return Decision{}, false
 		}
@@ -263,7 +273,7 @@ const (
 
 // goalOf picks sell, unwind or wait for a reservation that is not at rest.
 func goalOf(f Facts) goal {
-	givenUp := f.CustomerCanceled
+	givenUp := f.CustomerCanceled || f.Unwinding
 	switch f.Payment {
 	case Failed, Canceled, Refunded, RefundPending:
 		givenUp = true

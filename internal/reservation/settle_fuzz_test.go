@@ -27,20 +27,22 @@ var knownActions = []Action{ActDone, ActAsk, ActRecord, ActConfirm, ActReacquire
 func FuzzDecide(f *testing.F) {
 	// inventory, payment, truth, flags (live, canceled, deadline, lost, wasAuth, expired),
 	// policy, refund attempts; indices as in InventoryStates, PaymentStates, Truths.
-	f.Add(byte(2), byte(2), byte(6), byte(0b000010), byte(0), int8(0)) // PP/AUTHORIZED authorized, cancelled
-	f.Add(byte(4), byte(1), byte(5), byte(0b000000), byte(0), int8(0)) // RELEASED/AUTHORIZING processing
-	f.Add(byte(3), byte(3), byte(8), byte(0b000000), byte(0), int8(0)) // CONFIRMED/CAPTURE_PENDING canceled
-	f.Add(byte(1), byte(4), byte(7), byte(0b000000), byte(1), int8(3)) // HELD/PAID captured, void policy, refunds exhausted
-	f.Add(byte(2), byte(8), byte(9), byte(0b000010), byte(0), int8(0)) // PP/REFUND_PENDING refund pending
-	f.Add(byte(2), byte(9), byte(1), byte(0b000001), byte(0), int8(0)) // PP/UNKNOWN unavailable, live
-	f.Add(byte(1), byte(1), byte(12), byte(0), byte(0), int8(0))       // HELD/AUTHORIZING, zero truth
-	f.Add(byte(1), byte(1), byte(13), byte(0), byte(0), int8(0))       // HELD/AUTHORIZING, unknown truth
-	f.Add(byte(6), byte(11), byte(12), byte(0xff), byte(3), int8(-1))  // unknown everything
-	f.Add(byte(4), byte(5), byte(4), byte(0b010000), byte(0), int8(0)) // RELEASED/FAILED declined, was authorized
-	f.Add(byte(2), byte(4), byte(7), byte(0b000001), byte(0), int8(0)) // PP/PAID captured, live
-	f.Add(byte(4), byte(2), byte(6), byte(0b000000), byte(0), int8(0)) // RELEASED/AUTHORIZED authorized: reacquire
-	f.Add(byte(3), byte(9), byte(6), byte(0b000100), byte(0), int8(0)) // CONFIRMED/UNKNOWN authorized, deadline
-	f.Add(byte(0), byte(0), byte(0), byte(0), byte(0), int8(0))        // AVAILABLE, not asked
+	f.Add(byte(2), byte(2), byte(6), byte(0b000010), byte(0), int8(0))   // PP/AUTHORIZED authorized, cancelled
+	f.Add(byte(4), byte(1), byte(5), byte(0b000000), byte(0), int8(0))   // RELEASED/AUTHORIZING processing
+	f.Add(byte(3), byte(3), byte(8), byte(0b000000), byte(0), int8(0))   // CONFIRMED/CAPTURE_PENDING canceled
+	f.Add(byte(1), byte(4), byte(7), byte(0b000000), byte(1), int8(3))   // HELD/PAID captured, void policy, refunds exhausted
+	f.Add(byte(2), byte(8), byte(9), byte(0b000010), byte(0), int8(0))   // PP/REFUND_PENDING refund pending
+	f.Add(byte(2), byte(9), byte(1), byte(0b000001), byte(0), int8(0))   // PP/UNKNOWN unavailable, live
+	f.Add(byte(1), byte(1), byte(12), byte(0), byte(0), int8(0))         // HELD/AUTHORIZING, zero truth
+	f.Add(byte(1), byte(1), byte(13), byte(0), byte(0), int8(0))         // HELD/AUTHORIZING, unknown truth
+	f.Add(byte(6), byte(11), byte(12), byte(0xff), byte(3), int8(-1))    // unknown everything
+	f.Add(byte(4), byte(5), byte(4), byte(0b010000), byte(0), int8(0))   // RELEASED/FAILED declined, was authorized
+	f.Add(byte(2), byte(4), byte(7), byte(0b000001), byte(0), int8(0))   // PP/PAID captured, live
+	f.Add(byte(4), byte(2), byte(6), byte(0b000000), byte(0), int8(0))   // RELEASED/AUTHORIZED authorized: reacquire
+	f.Add(byte(3), byte(9), byte(6), byte(0b000100), byte(0), int8(0))   // CONFIRMED/UNKNOWN authorized, deadline
+	f.Add(byte(0), byte(0), byte(0), byte(0), byte(0), int8(0))          // AVAILABLE, not asked
+	f.Add(byte(2), byte(9), byte(7), byte(0b1000001), byte(0), int8(0))  // PP/UNKNOWN captured, live, unwinding
+	f.Add(byte(4), byte(4), byte(11), byte(0b1000000), byte(0), int8(1)) // RELEASED/PAID refund failed
 
 	f.Fuzz(func(t *testing.T, invB, payB, truthB, flags, policyB byte, attempts int8) {
 		facts := Facts{
@@ -53,6 +55,7 @@ func FuzzDecide(f *testing.F) {
 			SeatsLost:             flags&8 != 0,
 			WasAuthorized:         flags&16 != 0,
 			HoldExpired:           flags&32 != 0,
+			Unwinding:             flags&64 != 0,
 			Policy:                fuzzPick([]LateSuccessPolicy{LateSuccessReacquire, LateSuccessVoid}, policyB),
 			RefundAttempts:        int(attempts),
 		}
@@ -81,6 +84,10 @@ func checkDecisionIsSafe(t *testing.T, f Facts, d Decision) {
 	// (a) the customer's cancel is final.
 	if f.CustomerCanceled && sells {
 		fail("sells a cancelled reservation")
+	}
+	// (a') so is the saga's own give-up: a reservation being unwound is never sold.
+	if f.Unwinding && sells {
+		fail("sells a reservation being unwound")
 	}
 	// (b) released seats are not captured or confirmed; only a reacquire takes them back.
 	if f.Inventory == Released && sells && d.Action != ActReacquire {

@@ -32,7 +32,7 @@ type when struct {
 	// live: HoldLive; canceled: CustomerCanceled; deadline: CaptureDeadlinePassed;
 	// lost: SeatsLost; wasAuth: WasAuthorized; expired: HoldExpired;
 	// exhausted: RefundAttempts >= MaxRefundAttempts.
-	live, canceled, deadline, lost, wasAuth, expired, exhausted flag
+	live, canceled, deadline, lost, wasAuth, expired, exhausted, unwinding flag
 }
 
 func (w when) matches(f Facts) bool {
@@ -40,7 +40,7 @@ func (w when) matches(f Facts) bool {
 		member(w.policy, f.Policy) && w.live.admits(f.HoldLive) && w.canceled.admits(f.CustomerCanceled) &&
 		w.deadline.admits(f.CaptureDeadlinePassed) && w.lost.admits(f.SeatsLost) &&
 		w.wasAuth.admits(f.WasAuthorized) && w.expired.admits(f.HoldExpired) &&
-		w.exhausted.admits(f.RefundAttempts >= MaxRefundAttempts)
+		w.exhausted.admits(f.RefundAttempts >= MaxRefundAttempts) && w.unwinding.admits(f.Unwinding)
 }
 
 func member[T comparable](set []T, v T) bool { return set == nil || slices.Contains(set, v) }
@@ -93,7 +93,7 @@ var specAtRest = []row{
 	// A truth already known to show money held, taken, pending or payable keeps released seats
 	// unsettled, unless no payment was ever recorded.
 	{when{inv: inv(Released), pay: givenUp, truth: truth(TruthAuthorized, TruthCaptured, TruthRefundPending,
-		TruthProcessing, TruthAwaitingBuyer, TruthDeclined)}, then{next: true}},
+		TruthRefundFailed, TruthProcessing, TruthAwaitingBuyer, TruthDeclined)}, then{next: true}},
 	{when{inv: inv(Released), pay: append(pay(NotStarted), givenUp...)}, then{act: ActDone}},
 	{when{}, then{next: true}},
 }
@@ -116,17 +116,21 @@ var specOutcomes = []struct {
 // specTruthNeeded: not at rest, the provider's truth decides.
 var specTruthNeeded = []row{
 	{when{truth: truth(TruthNotAsked)}, then{act: ActAsk}},
-	{when{truth: truth(TruthUnavailable), pay: withEdge(OutcomeUnknown, UnknownNeedsReconciliation)},
+	// Not from FAILED, which names the outcome: without the provider's answer nothing is
+	// released anyway.
+	{when{truth: truth(TruthUnavailable), pay: withEdge(OutcomeUnknown, UnknownNeedsReconciliation, Failed)},
 		then{act: ActRecord, record: OutcomeUnknown}},
 	{when{truth: truth(TruthUnavailable)}, then{act: ActWait, waiting: WaitProvider}},
+	// A failed refund is counted before anything else.
+	{when{truth: truth(TruthRefundFailed)}, then{act: ActRecord, record: RefundFailed}},
 	{when{}, then{next: true}},
 }
 
-// withEdge lists the payment states from which wantPayment has ev, but skip.
-func withEdge(ev PaymentEvent, skip PaymentState) []PaymentState {
+// withEdge lists the payment states from which wantPayment has ev, but those in skip.
+func withEdge(ev PaymentEvent, skip ...PaymentState) []PaymentState {
 	var out []PaymentState
 	for _, p := range PaymentStates() {
-		if _, ok := wantPayment[p][ev]; ok && p != skip {
+		if _, ok := wantPayment[p][ev]; ok && !slices.Contains(skip, p) {
 			out = append(out, p)
 		}
 	}
@@ -146,6 +150,7 @@ var specGoals = []struct {
 	goal specGoal
 }{
 	{when{canceled: yes}, toUnwind},
+	{when{unwinding: yes}, toUnwind},
 	{when{pay: pay(Failed, Canceled, Refunded, RefundPending)}, toUnwind},
 	{when{truth: truth(TruthDeclined, TruthCanceled, TruthRefunded, TruthRefundPending)}, toUnwind},
 	{when{inv: inv(Confirmed), truth: moneyHeld}, toSell},
@@ -293,10 +298,12 @@ func everyFacts(visit func(Facts)) {
 									for _, expired := range bools {
 										for _, pol := range []LateSuccessPolicy{LateSuccessReacquire, LateSuccessVoid} {
 											for _, attempts := range []int{0, MaxRefundAttempts} {
-												visit(Facts{Inventory: i, Payment: p, Truth: tr, HoldLive: live,
-													CustomerCanceled: canceled, Policy: pol, CaptureDeadlinePassed: deadline,
-													SeatsLost: lost, RefundAttempts: attempts, WasAuthorized: wasAuth,
-													HoldExpired: expired})
+												for _, unwinding := range bools {
+													visit(Facts{Inventory: i, Payment: p, Truth: tr, HoldLive: live,
+														CustomerCanceled: canceled, Policy: pol, CaptureDeadlinePassed: deadline,
+														SeatsLost: lost, RefundAttempts: attempts, WasAuthorized: wasAuth,
+														HoldExpired: expired, Unwinding: unwinding})
+												}
 											}
 										}
 									}
@@ -311,8 +318,8 @@ func everyFacts(visit func(Facts)) {
 }
 
 func describe(f Facts) string {
-	return fmt.Sprintf("%s/%s truth=%s live=%v canceled=%v deadline=%v lost=%v wasAuth=%v expired=%v policy=%s attempts=%d",
-		f.Inventory, f.Payment, f.Truth, f.HoldLive, f.CustomerCanceled, f.CaptureDeadlinePassed, f.SeatsLost,
+	return fmt.Sprintf("%s/%s truth=%s live=%v canceled=%v unwinding=%v deadline=%v lost=%v wasAuth=%v expired=%v policy=%s attempts=%d",
+		f.Inventory, f.Payment, f.Truth, f.HoldLive, f.CustomerCanceled, f.Unwinding, f.CaptureDeadlinePassed, f.SeatsLost,
 		f.WasAuthorized, f.HoldExpired, f.Policy, f.RefundAttempts)
 }
 
@@ -336,7 +343,7 @@ func TestDecideMatchesTheSpecificationForEveryCombination(t *testing.T) {
 	if bad > 30 {
 		t.Errorf("... %d disagreements in all", bad)
 	}
-	if want := 4 * 10 * 11 * 64 * 2 * 2; n != want {
+	if want := 4 * len(PaymentStates()) * len(Truths()) * 128 * 2 * 2; n != want {
 		t.Fatalf("covered %d combinations, want %d", n, want)
 	}
 	t.Logf("Decide agrees with the specification on %d of %d combinations", n-bad, n)
@@ -454,6 +461,15 @@ func TestSettlementAlwaysComesToRest(t *testing.T) {
 						t.Fatalf("from %s: illegal record %s from %s", describe(start), d.Event, f.Payment)
 					}
 					f.Payment = to
+					switch to {
+					case Failed, Canceled, RefundPending, Refunded:
+						f.Unwinding = true
+					}
+					if d.Event == RefundFailed {
+						// Counted and forgotten: the money is captured, the next refund is new.
+						f.RefundAttempts++
+						f.Truth = TruthCaptured
+					}
 					if d.ReleaseSeats {
 						f.Inventory = Released
 					}

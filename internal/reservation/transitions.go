@@ -103,6 +103,10 @@ var paymentTable = []PaymentTransition{
 	{Paid, OutcomeUnknown, UnknownNeedsReconciliation},
 	{RefundPending, RefundPayment, Refunded},
 	{RefundPending, RefundFailed, Paid},
+	// A refund's failure may be learnt before its pending state was recorded, or while the
+	// payment is unknown: it is counted from there too.
+	{Paid, RefundFailed, Paid},
+	{UnknownNeedsReconciliation, RefundFailed, Paid},
 	{RefundPending, OutcomeUnknown, UnknownNeedsReconciliation},
 	// A recorded decline is not the last word: compensation may later find (or fail to learn)
 	// that the provider still held or took money, and that truth must be recordable.

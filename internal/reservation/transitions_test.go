@@ -23,13 +23,13 @@ var wantPayment = map[PaymentState]map[PaymentEvent]PaymentState{
 	Authorizing:    {AuthorizationOK: Authorized, PaymentDeclined: Failed, VoidPayment: Canceled, OutcomeUnknown: UnknownNeedsReconciliation},
 	Authorized:     {RequestCapture: CapturePending, VoidPayment: Canceled, PaymentDeclined: Failed, OutcomeUnknown: UnknownNeedsReconciliation},
 	CapturePending: {CaptureOK: Paid, PaymentDeclined: Failed, OutcomeUnknown: UnknownNeedsReconciliation},
-	Paid:           {RefundPayment: Refunded, RequestRefund: RefundPending, OutcomeUnknown: UnknownNeedsReconciliation},
+	Paid:           {RefundPayment: Refunded, RequestRefund: RefundPending, RefundFailed: Paid, OutcomeUnknown: UnknownNeedsReconciliation},
 	RefundPending:  {RefundPayment: Refunded, RefundFailed: Paid, OutcomeUnknown: UnknownNeedsReconciliation},
 	Failed:         {VoidPayment: Canceled, RefundPayment: Refunded, OutcomeUnknown: UnknownNeedsReconciliation},
 	Canceled:       {},
 	Refunded:       {},
 	UnknownNeedsReconciliation: {AuthorizationOK: Authorized, PaymentDeclined: Failed, CaptureOK: Paid,
-		VoidPayment: Canceled, RefundPayment: Refunded, RequestRefund: RefundPending},
+		VoidPayment: Canceled, RefundPayment: Refunded, RequestRefund: RefundPending, RefundFailed: Paid},
 }
 
 func base(inv InventoryState, pay PaymentState) Reservation {

@@ -69,7 +69,10 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 		return s.unresolved(ctx, in, &res, d.Reason)
 	}
 	r := out.R
-	if d.Waiting == reservation.WaitBuyer && r.HoldActive() && r.HoldLive(s.now()) && res.Resumes < maxResumes {
+	// Only a payment the authorize step can take up again (not started, or authorizing) goes
+	// back to waiting; any other state would end the resumed wait at once.
+	resumable := r.Payment == reservation.NotStarted || r.Payment == reservation.Authorizing
+	if d.Waiting == reservation.WaitBuyer && resumable && r.HoldActive() && r.HoldLive(s.now()) && res.Resumes < maxResumes {
 		res.Resumes++
 		left := secondsLeft(s.now(), r.HoldExpiresAt)
 		res.Hold = &Hold{ReservationID: r.ID, Version: r.Version, HoldExpiresAt: r.HoldExpiresAt, SecondsLeft: max(left, 1)}

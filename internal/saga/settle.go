@@ -83,6 +83,7 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 		s.log().DebugContext(ctx, "settlement decided", "step", step, "reservationId", id, "inventory", string(r.Inventory),
 			"payment", string(r.Payment), "truth", string(f.Truth), "action", string(d.Action), "event", string(d.Event))
 		out.Last = d
+		wrote := false
 		switch d.Action {
 		case reservation.ActDone, reservation.ActWait:
 			return out, nil
@@ -117,28 +118,34 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 			if err != nil {
 				return out, s.recordUncertain(ctx, r, err)
 			}
-			out.Voided = true
-			s.compensation(step, "voided")
+			if auth.State == payment.StateCanceled {
+				out.Voided = true
+				s.compensation(step, "voided")
+			}
+			// Canceled, or the truth read after a refusal (captured, refunded, still
+			// processing): the next round decides from it.
 			known = truthOf(r, auth, nil)
 			continue
 		case reservation.ActRefund:
-			if err := s.refund(ctx, r); err != nil {
+			answer, err := s.refund(ctx, r)
+			if err != nil {
 				return out, s.recordUncertain(ctx, r, err)
 			}
 			out.Refunded = true
 			s.compensation(step, "refund_requested")
+			known = &answer
 			continue
 		case reservation.ActConfirm:
 			_, err = s.Store.Confirm(ctx, id, reservation.GuardOf(r))
 			if err == nil {
-				out.Confirmed = true
+				out.Confirmed, wrote = true, true
 			}
 		case reservation.ActReacquire:
 			_, err = s.Store.Reacquire(ctx, id, reservation.GuardOf(r))
 			var seat *reservation.SeatUnavailable
 			switch {
 			case err == nil:
-				out.Reacquired = true
+				out.Reacquired, wrote = true, true
 				s.compensation(step, "reacquired")
 			case errors.As(err, &seat):
 				s.log().InfoContext(ctx, "late payment: the seats were taken by another buyer", "reservationId", id, "correlationId", in.CorrelationID)
@@ -148,26 +155,28 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 			_, err = s.Store.Release(ctx, ReleaseRequest{ReservationID: id, Guard: reservation.GuardOf(r), Expired: d.Expired,
 				Reason: releaseReason(opt.reason, d), NotifyCustomer: !d.Expired})
 			if err == nil {
-				out.Released = true
+				out.Released, wrote = true, true
 				s.compensation(step, "seats_released")
 			}
 		case reservation.ActRecord:
 			u := PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r), Event: d.Event, From: r.Payment,
-				CaptureBefore: truth.captureBefore, ReleaseSeats: d.ReleaseSeats, Expired: d.Expired,
+				CaptureBefore: truth.captureBefore, RefundID: truth.refundID, ReleaseSeats: d.ReleaseSeats, Expired: d.Expired,
 				Reason: recordReason(opt.reason, d), NotifyCustomer: notifies(d)}
-			if d.Event == reservation.RefundFailed {
-				u.RefundAttempts = r.RefundAttempts + 1
-			}
 			_, err = s.Store.UpdatePayment(ctx, u)
-			if err == nil && d.ReleaseSeats {
+			wrote = err == nil
+			if wrote && d.ReleaseSeats {
 				out.Released = true
 				s.compensation(step, "seats_released")
 			}
 		}
-		if err == nil && truth.truth != "" {
-			// Our own write moved the version by one and no money: the answer still holds.
+		if wrote && truth.truth != "" {
+			// Our own write moved the version by one and no money: the answer still holds,
+			// except a counted refund failure, after which the money simply shows captured.
 			next := truth
 			next.version = r.Version + 1
+			if d.Event == reservation.RefundFailed {
+				next.truth, next.refundID = reservation.TruthCaptured, ""
+			}
 			known = &next
 		}
 		if err = s.afterWrite(ctx, step, in, err); err != nil {
@@ -214,7 +223,9 @@ func (s *Steps) recordUncertain(ctx context.Context, r reservation.Reservation, 
 // markUnknown records UNKNOWN_NEEDS_RECONCILIATION when the stored payment state may move
 // there and is not there yet.
 func (s *Steps) markUnknown(ctx context.Context, r reservation.Reservation, detail string) error {
-	if r.Payment == reservation.UnknownNeedsReconciliation {
+	// FAILED stays: it names the outcome, and the decision never releases seats without the
+	// provider's answer anyway.
+	if r.Payment == reservation.UnknownNeedsReconciliation || r.Payment == reservation.Failed {
 		return nil
 	}
 	if _, ok := reservation.NextPayment(r.Payment, reservation.OutcomeUnknown); !ok {
@@ -230,12 +241,16 @@ type providerTruth struct {
 	truth         reservation.Truth
 	status        string
 	captureBefore time.Time
+	// refundID is the refund the answer is about, recorded with the next payment record.
+	refundID string
 	// version is the reservation version the answer was read for.
 	version int64
 }
 
 // providerTruth asks the provider about r's money: the PaymentIntent, and the refund when one
-// was made (a payment looks refunded at the provider while its refund is still pending).
+// was made, because a payment looks refunded at the provider while its refund is still
+// pending. A refund whose id was lost (its answer, or the write of its id) is found again by
+// repeating the same refund attempt, whose idempotency key returns the same refund.
 func (s *Steps) providerTruth(ctx context.Context, r reservation.Reservation) providerTruth {
 	if r.PaymentIntentID == "" {
 		return providerTruth{truth: reservation.TruthNoPayment, version: r.Version}
@@ -245,11 +260,25 @@ func (s *Steps) providerTruth(ctx context.Context, r reservation.Reservation) pr
 		s.log().WarnContext(ctx, "the provider could not answer", "reservationId", r.ID, "paymentIntentId", r.PaymentIntentID, "error", err.Error())
 		return providerTruth{truth: reservation.TruthUnavailable, version: r.Version}
 	}
+	refundID := r.RefundID
+	if refundID == "" && r.Payment == reservation.RefundPending {
+		replay, err := s.Payments.Refund(ctx, payment.RefundRequest{ReservationID: r.ID, PaymentIntentID: r.PaymentIntentID,
+			Attempt: r.RefundAttempts + 1})
+		if err != nil || replay.RefundID == "" {
+			s.log().WarnContext(ctx, "a pending refund's id could not be found again", "reservationId", r.ID, "error", fmt.Sprint(err))
+			return providerTruth{truth: reservation.TruthUnavailable, status: auth.ProviderStatus, version: r.Version}
+		}
+		refundID = replay.RefundID
+		if _, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r), RefundID: refundID}); err != nil {
+			// The next round finds it again the same way.
+			s.log().WarnContext(ctx, "refund id not recorded", "reservationId", r.ID, "refundId", refundID, "error", err.Error())
+		}
+	}
 	var rf *payment.Refund
-	if r.RefundID != "" && (auth.State == payment.StatePaid || auth.State == payment.StateRefunded) {
-		got, err := s.Payments.RetrieveRefund(ctx, r.RefundID)
+	if refundID != "" && (auth.State == payment.StatePaid || auth.State == payment.StateRefunded) {
+		got, err := s.Payments.RetrieveRefund(ctx, refundID)
 		if err != nil {
-			s.log().WarnContext(ctx, "the provider could not answer about the refund", "reservationId", r.ID, "refundId", r.RefundID, "error", err.Error())
+			s.log().WarnContext(ctx, "the provider could not answer about the refund", "reservationId", r.ID, "refundId", refundID, "error", err.Error())
 			return providerTruth{truth: reservation.TruthUnavailable, status: auth.ProviderStatus, version: r.Version}
 		}
 		rf = &got
@@ -282,18 +311,11 @@ func truthOf(r reservation.Reservation, auth payment.Authorization, rf *payment.
 	case payment.StatePaid, payment.StateRefunded:
 		t.truth = reservation.TruthCaptured
 		if auth.State == payment.StateRefunded {
-			t.truth = reservation.TruthRefunded
+			// Only the refund itself says it succeeded: a pending one already shows here.
+			t.truth = reservation.TruthRefundPending
 		}
 		if rf != nil {
-			switch rf.Status {
-			case payment.RefundSucceeded:
-				t.truth = reservation.TruthRefunded
-			case payment.RefundPending, payment.RefundRequiresAction:
-				t.truth = reservation.TruthRefundPending
-			default:
-				// Failed or canceled: the money stays captured.
-				t.truth = reservation.TruthCaptured
-			}
+			*t = refundTruth(r, *rf, t.status, t.captureBefore)
 		}
 	default:
 		t.truth = reservation.TruthUnavailable
@@ -301,27 +323,37 @@ func truthOf(r reservation.Reservation, auth payment.Authorization, rf *payment.
 	return t
 }
 
-// refund returns the captured money, attempt RefundAttempts+1 with its own idempotency key, and
-// records the refund's id (a detail, no version bump) so the next round asks the refund itself
-// whether it succeeded. A refused refund is answered by the truth next round; an unanswered one
-// is a *PaymentUncertain, retried with the same key.
-func (s *Steps) refund(ctx context.Context, r reservation.Reservation) error {
+// refund returns the captured money, attempt RefundAttempts+1 with its own idempotency key,
+// and answers with the truth the refund's answer gives: pending (or succeeded, or failed) with
+// its id, which the next record stores. A refused refund is a failed attempt (counted, so the
+// next uses a new key and repeated refusals escalate); an unanswered one is a
+// *PaymentUncertain, repeated with the same key.
+func (s *Steps) refund(ctx context.Context, r reservation.Reservation) (providerTruth, error) {
 	rf, err := s.Payments.Refund(ctx, payment.RefundRequest{ReservationID: r.ID, PaymentIntentID: r.PaymentIntentID,
 		Attempt: r.RefundAttempts + 1})
 	if payment.IsUncertain(err) {
-		return &PaymentUncertain{ReservationID: r.ID, Detail: "refund: " + err.Error()}
+		return providerTruth{}, &PaymentUncertain{ReservationID: r.ID, Detail: "refund: " + err.Error()}
 	}
 	if err != nil {
-		s.log().InfoContext(ctx, "refund refused; reading the truth", "reservationId", r.ID, "error", err.Error())
-		return nil
+		s.log().WarnContext(ctx, "refund refused; counted as a failed attempt", "reservationId", r.ID, "attempt", r.RefundAttempts+1, "error", err.Error())
+		return providerTruth{truth: reservation.TruthRefundFailed, version: r.Version}, nil
 	}
-	if rf.RefundID != "" && rf.RefundID != r.RefundID {
-		if _, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r), RefundID: rf.RefundID}); err != nil {
-			// The next round repeats this attempt under the same key and records it then.
-			s.log().WarnContext(ctx, "refund id not recorded", "reservationId", r.ID, "refundId", rf.RefundID, "error", err.Error())
-		}
+	return refundTruth(r, rf, "", time.Time{}), nil
+}
+
+// refundTruth is the truth a refund of r shows.
+func refundTruth(r reservation.Reservation, rf payment.Refund, status string, captureBefore time.Time) providerTruth {
+	t := providerTruth{status: status, captureBefore: captureBefore, refundID: rf.RefundID, version: r.Version}
+	switch rf.Status {
+	case payment.RefundSucceeded:
+		t.truth = reservation.TruthRefunded
+	case payment.RefundPending, payment.RefundRequiresAction:
+		t.truth = reservation.TruthRefundPending
+	default:
+		// Failed or canceled: the money stays captured, and the attempt is counted.
+		t.truth = reservation.TruthRefundFailed
 	}
-	return nil
+	return t
 }
 
 // void cancels the reservation's PaymentIntent with the key {reservationId}:cancel:{attempt}
@@ -351,21 +383,35 @@ func (s *Steps) void(ctx context.Context, r reservation.Reservation, why string)
 	if rerr != nil {
 		return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: refusal + "; truth unknown: " + rerr.Error()}
 	}
-	switch truth.State {
-	case payment.StateCanceled, payment.StatePaid, payment.StateRefunded:
+	switch {
+	case truth.State == payment.StateCanceled, truth.State == payment.StatePaid, truth.State == payment.StateRefunded:
+		return truth, nil
+	case truth.State == payment.StateAuthorizing && truth.ProviderStatus == "processing":
+		// Answered: it cannot be voided while processing. The decision reads that truth
+		// (seats back if they may go, then wait), so nothing is unknown here; the refusal is
+		// recorded so the next void uses a new key.
+		s.recordRefusedCancel(ctx, r, attempt, truth.ProviderStatus)
 		return truth, nil
 	}
 	detail := refusal + "; the authorization is still open, provider status " + truth.ProviderStatus
-	if _, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
-		CancelAttempts: attempt}); err != nil {
-		// Not recorded: the next run repeats this attempt, meets the same stored refusal
-		// and records it then.
-		detail += "; refusal not recorded: " + err.Error()
-	} else {
-		s.log().InfoContext(ctx, "cancel refused while the authorization is open; the next void uses a new attempt",
-			"reservationId", r.ID, "correlationId", r.CorrelationID, "refusedAttempt", attempt, "providerStatus", truth.ProviderStatus)
+	if !s.recordRefusedCancel(ctx, r, attempt, truth.ProviderStatus) {
+		detail += "; refusal not recorded"
 	}
 	return payment.Authorization{}, &PaymentUncertain{ReservationID: r.ID, Detail: detail}
+}
+
+// recordRefusedCancel records a cancel the provider refused (without bumping the version), so
+// the next void is a new attempt with its own key. Not recorded, the next run repeats this
+// attempt, meets the same stored refusal and records it then.
+func (s *Steps) recordRefusedCancel(ctx context.Context, r reservation.Reservation, attempt int, status string) bool {
+	if _, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+		CancelAttempts: attempt}); err != nil {
+		s.log().WarnContext(ctx, "refused cancel not recorded", "reservationId", r.ID, "refusedAttempt", attempt, "error", err.Error())
+		return false
+	}
+	s.log().InfoContext(ctx, "cancel refused while the authorization is open; the next void uses a new attempt",
+		"reservationId", r.ID, "correlationId", r.CorrelationID, "refusedAttempt", attempt, "providerStatus", status)
+	return true
 }
 
 // cancelReason maps why the saga unwinds to Stripe's cancellation_reason vocabulary.

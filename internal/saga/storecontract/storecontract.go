@@ -496,6 +496,22 @@ var cases = []struct {
 		refused[*reservation.HoldStillLive](s, err, before)
 		s.expectSeat("A1", reservation.PaymentPending, "r1")
 	}},
+	{"a declined payment stays unwinding through UNKNOWN, and a failed refund is counted and forgotten", func(t *testing.T, s *suite) {
+		r := s.pay(s.paying("r1", "A1"), reservation.PaymentDeclined, reservation.PaymentUpdate{})
+		if !r.Unwinding {
+			t.Fatalf("declined: %+v; want Unwinding", r)
+		}
+		r = s.pay(r, reservation.OutcomeUnknown, reservation.PaymentUpdate{})
+		r = s.pay(r, reservation.CaptureOK, reservation.PaymentUpdate{})
+		r = s.pay(r, reservation.RequestRefund, reservation.PaymentUpdate{RefundID: "re_1"})
+		if stored := s.get("r1"); !stored.Unwinding || stored.RefundID != "re_1" || stored.Payment != reservation.RefundPending {
+			t.Fatalf("stored %+v; want REFUND_PENDING, unwinding, refund re_1", stored)
+		}
+		r = s.pay(r, reservation.RefundFailed, reservation.PaymentUpdate{})
+		if stored := s.get("r1"); stored.Payment != reservation.Paid || stored.RefundAttempts != 1 || stored.RefundID != "" || !stored.Unwinding {
+			t.Fatalf("after the failed refund: %+v; want PAID, one attempt counted, no refund id, still unwinding", stored)
+		}
+	}},
 	{"cancel is recorded once, and again changes nothing", func(t *testing.T, s *suite) {
 		r := s.paying("r1", "A1")
 		r = s.ok(s.Store.Cancel(ctx, "r1", reservation.GuardOf(r)))
