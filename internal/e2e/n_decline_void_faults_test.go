@@ -37,7 +37,8 @@ func TestDeclineWithUnansweredVoid(t *testing.T) {
 		if x.Error != "PaymentDeclined" || x.Path[len(x.Path)-1] != "Payment failed" {
 			t.Fatalf("%s %s: path %q", x.Status, x.Error, x.Path)
 		}
-		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+		// FAILED, the decline, stays once the void is known: it names the outcome.
+		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Failed)
 		e.ExpectSeat("ev1", seats[0], reservation.Available, "")
 		l, ok := e.Ledger(in.ReservationID)
 		if !ok || l.Status != "canceled" || l.Held() != 0 || l.Captured != 0 || l.Declines != 1 {
@@ -59,7 +60,9 @@ func TestDeclineWithUnansweredVoid(t *testing.T) {
 		if x.Error != "NeedsReconciliation" || !slices.Contains(x.Path, "Void payment after decline") {
 			t.Fatalf("%s %s: path %q", x.Status, x.Error, x.Path)
 		}
-		r := e.ExpectReservation(in.ReservationID, reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+		// FAILED stays FAILED while the void is unknown; the seat stays held because nothing
+		// releases seats without the provider's answer, and the lapsed hold keeps it findable.
+		r := e.ExpectReservation(in.ReservationID, reservation.PaymentPending, reservation.Failed)
 		if l, _ := e.Ledger(in.ReservationID); l.Status != "requires_payment_method" {
 			t.Fatalf("ledger %+v", l)
 		}
@@ -67,11 +70,11 @@ func TestDeclineWithUnansweredVoid(t *testing.T) {
 
 		// The provider answers again; the sweeper reconciles from its truth.
 		e.Stack.Payments.ClearFaults()
-		e.Clock.Set(r.ReconcileSince.Add(e.Stack.AppConfig.SweepGrace + time.Second))
+		e.Clock.Set(r.HoldExpiresAt.Add(e.Stack.AppConfig.SweepGrace + time.Second))
 		if res := e.Sweep(); res.Errors != 0 || res.ReconciliationBacklog != 0 {
 			t.Fatalf("sweep: %+v", res)
 		}
-		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Failed)
 		e.ExpectSeat("ev1", seats[0], reservation.Available, "")
 		if l, _ := e.Ledger(in.ReservationID); l.Status != "canceled" || l.Held() != 0 || l.Captured != 0 {
 			t.Fatalf("ledger %+v", l)

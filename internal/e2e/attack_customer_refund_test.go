@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/seatsaga/seatsaga/internal/localstack"
+	"github.com/seatsaga/seatsaga/internal/paymentsim"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// attackStrandCaptured sells one seat, then rewrites the stored reservation as if its seats
+// had been given back while the money stayed captured (RELEASED/PAID, on the reconciliation
+// index), keeping version and revision so every fenced writer still acts on it. It is the
+// same starting point as the team's refund tests; the settlement must refund the money.
+func attackStrandCaptured(t *testing.T, e *Env, method string) (saga.Input, string) {
+	t.Helper()
+	seats := e.Seed("ev1", 1)
+	in := Input("alice", "k1", "ev1", method, seats[0])
+	if x := e.Finish(e.Reserve(in)); x.Status != "SUCCEEDED" {
+		t.Fatalf("%s %s %v", x.Status, x.Error, x.Path)
+	}
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	if _, err := e.Stack.DynamoDB.UpdateItem(e.Ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(e.Stack.Names.Of(tables.ReservationsTable)),
+		Key:                      map[string]ddbtypes.AttributeValue{tables.AttrReservationID: s(in.ReservationID)},
+		UpdateExpression:         aws.String("SET inventoryState = :rel, #sh = :sh, #since = :since"),
+		ExpressionAttributeNames: map[string]string{"#sh": tables.AttrReconShard, "#since": tables.AttrReconSince},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":rel": s(string(reservation.Released)), ":sh": s("0"),
+			":since": s(e.Clock.Now().UTC().Format("2006-01-02T15:04:05.000000000Z"))},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Stack.DynamoDB.UpdateItem(e.Ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(e.Stack.Names.Of(tables.SeatsTable)),
+		Key:                       map[string]ddbtypes.AttributeValue{tables.AttrSeatKey: s(reservation.SeatKey("ev1", seats[0]))},
+		UpdateExpression:          aws.String("SET #st = :avail REMOVE #rid"),
+		ExpressionAttributeNames:  map[string]string{"#st": "state", "#rid": tables.AttrReservationID},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":avail": s(string(reservation.Available))},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Paid)
+	e.Clock.Advance(e.Stack.AppConfig.SweepGrace + time.Minute)
+	return in, seats[0]
+}
+
+// refundIDWrite reports a write that records a refund's id: a transaction putting a
+// reservation item that carries refundId.
+func refundIDWrite(params any) bool {
+	in, ok := params.(*dynamodb.TransactWriteItemsInput)
+	if !ok {
+		return false
+	}
+	for _, it := range in.TransactItems {
+		if it.Put != nil {
+			if _, has := it.Put.Item["refundId"]; has {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// expectRefundNotRecordedBeforeItSucceeded drives the rest of both refund attacks:
+// while the provider's refund is pending the reservation must not be at rest as REFUNDED,
+// and once the provider says the refund failed the money must still be owed back (on the
+// backlog), never forgotten.
+func expectRefundNotRecordedBeforeItSucceeded(t *testing.T, e *Env, in saga.Input, delay time.Duration) {
+	t.Helper()
+	l, _ := e.Ledger(in.ReservationID)
+	if l.RefundsPending != 1 || l.Refunded != 0 {
+		t.Fatalf("ledger %+v: the attack needs exactly one refund pending at the provider", l)
+	}
+	r := e.Reservation(in.ReservationID)
+	if r.Payment == reservation.Refunded {
+		// Let the refund fail at the provider and show that nothing will ever look again.
+		e.Clock.Advance(delay + time.Second)
+		res := e.Sweep()
+		l, _ = e.Ledger(in.ReservationID)
+		t.Errorf("reservation recorded %s/%s (refundId %q, on index %v) while the provider's refund was still pending; "+
+			"after the refund failed: ledger captured %d refunded %d refundsFailed %d net %d, sweep backlog %d, reservation %s",
+			r.Inventory, r.Payment, r.RefundID, r.Unsettled(), l.Captured, l.Refunded, l.RefundsFailed, l.Net(),
+			res.ReconciliationBacklog, e.Reservation(in.ReservationID).Payment)
+		e.Invariants()
+		return
+	}
+	// The correct behaviour: still unsettled while pending, refunded once it succeeds.
+	if !r.Unsettled() {
+		t.Fatalf("%s/%s with a refund pending is off the reconciliation index", r.Inventory, r.Payment)
+	}
+	e.Clock.Advance(delay + time.Second)
+	for i := 0; i < 4; i++ {
+		if res := e.Sweep(); res.ReconciliationBacklog == 0 {
+			break
+		}
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Refunded)
+	if l, _ := e.Ledger(in.ReservationID); l.Net() != 0 {
+		t.Fatalf("ledger %+v: the money was not returned", l)
+	}
+	e.Invariants()
+}
+
+// Promises 2 and 3 (nobody is charged for a seat they did not get; no unknown payment is
+// forgotten), once broken here: RELEASED/PAID goes to the sweeper with the void policy; the
+// provider accepts the refund pending, and the write recording its id fails once. The
+// provider counts a pending refund as refunded, so a PaymentIntent alone must never settle
+// it: the reservation stays REFUND_PENDING on the index, the refund's id is found again by
+// repeating the same refund attempt, and it is recorded REFUNDED only once the refund itself
+// succeeded.
+func TestAttackCustomerRefundIDWriteFailsThenThePendingRefundIsStillVerified(t *testing.T) {
+	const delay = 10 * time.Minute
+	var armed atomic.Bool
+	var refused atomic.Int64
+	e := New(t, Options{LateSuccessPolicy: "void", Payments: localstack.PaymentsConfig{RefundDelay: delay},
+		DynamoDBFault: func(op string, params any) error {
+			if op == "TransactWriteItems" && armed.Load() && refundIDWrite(params) && refused.Add(1) == 1 {
+				return &smithy.GenericAPIError{Code: "ThrottlingException", Message: "injected: the refund id write fails"}
+			}
+			return nil
+		}})
+	in, _ := attackStrandCaptured(t, e, paymentsim.PaymentMethodVisa)
+	armed.Store(true)
+	e.Sweep()
+	if refused.Load() == 0 {
+		t.Fatal("the refund id write was never attempted: the attack did not reach its point")
+	}
+	expectRefundNotRecordedBeforeItSucceeded(t, e, in, delay)
+}
+
+// The same promises through the provider instead of DynamoDB: the refund's response is lost
+// (the refund is created, the answers never arrive). The settlement records UNKNOWN, then
+// REFUND_PENDING from the PaymentIntent, finds the refund's id by repeating the attempt, and
+// records REFUNDED only once the refund succeeded.
+func TestAttackCustomerRefundResponseLostThenThePendingRefundIsStillVerified(t *testing.T) {
+	const delay = 10 * time.Minute
+	e := New(t, Options{LateSuccessPolicy: "void", Payments: localstack.PaymentsConfig{RefundDelay: delay}})
+	in, _ := attackStrandCaptured(t, e, paymentsim.PaymentMethodVisa)
+	e.Stack.Payments.LoseResponseNext(paymentsim.EndpointCreateRefund, 3)
+	res1 := e.Sweep()
+	e.Stack.Payments.ClearFaults()
+	r1 := e.Reservation(in.ReservationID)
+	t.Logf("after sweep 1: %+v %s/%s refundId=%q", res1, r1.Inventory, r1.Payment, r1.RefundID)
+	if l, _ := e.Ledger(in.ReservationID); l.RefundsPending != 1 {
+		t.Fatalf("ledger %+v: the lost refund was not created", l)
+	}
+	e.Clock.Advance(e.Stack.AppConfig.SweepGrace + time.Minute)
+	res2 := e.Sweep()
+	r2 := e.Reservation(in.ReservationID)
+	l2, _ := e.Ledger(in.ReservationID)
+	t.Logf("after sweep 2: %+v %s/%s refundId=%q ledger %+v", res2, r2.Inventory, r2.Payment, r2.RefundID, l2)
+	expectRefundNotRecordedBeforeItSucceeded(t, e, in, delay)
+}
