@@ -78,10 +78,12 @@ const (
 // kinds maps the event types a customer hears about to what they are told.
 var kinds = map[outbox.Type]Kind{
 	outbox.ReservationConfirmed: KindConfirmed,
-	outbox.SeatsReleased:        KindReleased,
-	outbox.PaymentVoided:        KindVoided,
-	outbox.PaymentRefunded:      KindRefunded,
-	outbox.PaymentFailed:        KindPaymentFailed,
+	// A late payment that took the seats back is a confirmation too.
+	outbox.SeatsReacquired: KindConfirmed,
+	outbox.SeatsReleased:   KindReleased,
+	outbox.PaymentVoided:   KindVoided,
+	outbox.PaymentRefunded: KindRefunded,
+	outbox.PaymentFailed:   KindPaymentFailed,
 }
 
 // Notification is one message to a customer. EventID doubles as the idempotency key a real

@@ -284,3 +284,16 @@ func TestCrashAfterSendingResendsOnceAfterTheLease(t *testing.T) {
 		t.Fatalf("after marking: %v", o)
 	}
 }
+
+// A late payment that took its seats back (SeatsReacquired) tells the customer they have them:
+// before, such buyers were charged and only ever heard that their seats were released.
+func TestReacquiredSeatsAreAConfirmationForTheCustomer(t *testing.T) {
+	f := setup(t)
+	ev := event(t, outbox.SeatsReacquired, "r-7", 6)
+	if o, err := f.n.Process(context.Background(), ev); err != nil || o != consumer.OutcomeSent {
+		t.Fatalf("outcome %v, %v; want sent", o, err)
+	}
+	if sent := f.sender.Sent(); len(sent) != 1 || sent[0].Kind != consumer.KindConfirmed || sent[0].ReservationID != "r-7" {
+		t.Fatalf("sent %+v; want one confirmation", sent)
+	}
+}
