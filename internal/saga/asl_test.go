@@ -73,7 +73,10 @@ type aslRun struct {
 	funcs  *asl.FuncInvoker
 	mu     sync.Mutex
 	crash  map[string]int // function -> invocations to fail after running
-	execs  []*asl.Execution
+	// after runs once a function's handler has returned, before the engine sees its answer,
+	// with the invocation's number (1 for the first): the place to interleave an outside actor.
+	after map[string]func(call int)
+	execs []*asl.Execution
 	// started and finished count invocations per function, so a test acts only once the
 	// authorize step has returned (as the provider's webhook would, after the payment moved).
 	started, finished map[string]int
@@ -84,7 +87,7 @@ func newASLRun(t testing.TB, policy reservation.LateSuccessPolicy) *aslRun {
 	clk := clock.NewFake(h.now)
 	h.steps.Now = clk.Now
 	h.store.now = clk.Now
-	r := &aslRun{harness: h, t: t, clk: clk, sm: loadMachine(t), crash: map[string]int{},
+	r := &aslRun{harness: h, t: t, clk: clk, sm: loadMachine(t), crash: map[string]int{}, after: map[string]func(int){},
 		started: map[string]int{}, finished: map[string]int{}}
 	r.funcs = asl.NewFuncInvoker(nil)
 	for name, handler := range h.steps.Handlers() {
@@ -92,8 +95,12 @@ func newASLRun(t testing.TB, policy reservation.LateSuccessPolicy) *aslRun {
 		r.funcs.Register(name, func(ctx context.Context, payload []byte) ([]byte, error) {
 			r.mu.Lock()
 			r.started[name]++
+			call, hook := r.started[name], r.after[name]
 			r.mu.Unlock()
 			out, err := f(ctx, payload)
+			if hook != nil {
+				hook(call)
+			}
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.finished[name]++
@@ -254,7 +261,8 @@ func TestASLPaths(t *testing.T) {
 		x := r.start(input("r1", "pm_card_declined", "A1"))
 		r.finish(x)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after decline", "Payment failed")
-		r.expectState("r1", reservation.Released, reservation.Canceled)
+		// The decline is recorded (FAILED) before the void, and stays the record after it.
+		r.expectState("r1", reservation.Released, reservation.Failed)
 		if r.pay.status("r1") != "canceled" {
 			t.Fatal(r.pay.status("r1"))
 		}
@@ -263,12 +271,18 @@ func TestASLPaths(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
 		x := r.start(input("r1", "pm_3ds", "A1"))
 		token := r.waitingWith("r1", reservation.Authorizing)
+		// The webhook reports only a decline the provider shows.
+		r.pay.force("r1", "declined")
 		if err := r.engine.SendTaskFailure(token, ErrPaymentDeclined, "authentication failed"); err != nil {
 			t.Fatal(err)
 		}
 		r.finish(x)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after decline", "Payment failed")
+		r.expectState("r1", reservation.Released, reservation.Failed)
 		r.expectSeatOwner("A1", "")
+		if r.pay.status("r1") != "canceled" {
+			t.Fatal(r.pay.status("r1"))
+		}
 	})
 	t.Run("customer cancels while paying", func(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
@@ -404,37 +418,100 @@ func TestASLPaths(t *testing.T) {
 			t.Fatalf("captures %d creates %d", r.pay.captures, r.pay.creates)
 		}
 	})
-	t.Run("authorize crashes after writing: the retry's token is the one reported", func(t *testing.T) {
+	t.Run("authorize crashes after writing: reconcile resumes the wait, whose new token is the one reported", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		r.crash["authorize"] = 1
+		var first string
+		r.after["authorize"] = func(call int) {
+			if call == 1 {
+				r.mu.Lock()
+				first = r.store.get("r1").TaskToken
+				r.mu.Unlock()
+			}
+		}
+		x := r.start(input("r1", "pm_3ds", "A1"))
+		// The wait has no Retry: the crash goes to reconcile, which finds the buyer still
+		// paying and resumes the wait; its new attempt records its own token.
+		r.waitFor("the resumed attempt to record its token", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.finished["authorize"] == 2 && r.engine.WaitingTasks() > 0 && first != "" && r.store.get("r1").TaskToken != first
+		})
+		out, _ := json.Marshal(PaymentOutcome{State: "AUTHORIZED"})
+		if err := r.engine.SendTaskSuccess(first, out); err == nil {
+			t.Fatal("the crashed attempt's token was accepted")
+		}
+		r.pay.force("r1", "requires_capture") // the buyer completes 3-D Secure
+		r.reportAuthorized("r1", r.store.get("r1").TaskToken)
+		snap := r.finish(x)
+		if snap.Status != asl.StatusSucceeded || r.pay.creates != 1 || r.pay.captures != 1 {
+			t.Fatalf("%s %s creates %d captures %d", snap.Status, snap.Error, r.pay.creates, r.pay.captures)
+		}
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
+			"Resume waiting for payment", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+	})
+	t.Run("authorize crashes after the card was confirmed: reconcile finds the authorization and sells", func(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
 		r.crash["authorize"] = 1
 		x := r.start(input("r1", "pm_card_visa", "A1"))
-		r.waitFor("the first authorize to run", func() bool {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			return r.crash["authorize"] == 0
-		})
-		first := r.store.get("r1").TaskToken
-		// The retry's backoff runs on the fake clock: step it a second at a time until the
-		// retried invocation has recorded its own token.
-		r.waitFor("the retry to record a new token", func() bool {
-			if tok := r.store.get("r1").TaskToken; tok != first && r.engine.WaitingTasks() > 0 {
-				return true
-			}
-			r.clk.Advance(time.Second)
-			return false
-		})
-		r.reportAuthorized("r1", r.store.get("r1").TaskToken)
 		snap := r.finish(x)
-		if snap.Status != asl.StatusSucceeded || r.pay.creates != 1 {
-			t.Fatalf("%s %s creates %d", snap.Status, snap.Error, r.pay.creates)
+		if snap.Status != asl.StatusSucceeded {
+			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
+		}
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
+			"Capture payment", "Confirmed")
+		r.expectState("r1", reservation.Confirmed, reservation.Paid)
+		if r.pay.creates != 1 || r.pay.captures != 1 || r.started["authorize"] != 1 {
+			t.Fatalf("creates %d captures %d authorize runs %d", r.pay.creates, r.pay.captures, r.started["authorize"])
 		}
 	})
 }
 
+// TestASLResumedWaitEndsWithTheHold: a wait that fails after part of the hold has passed is
+// resumed with only the time left, so the seats go back at the hold's deadline, not a whole
+// hold later.
+func TestASLResumedWaitEndsWithTheHold(t *testing.T) {
+	r := newASLRun(t, reservation.LateSuccessReacquire)
+	r.crash["authorize"] = 1
+	r.after["authorize"] = func(call int) {
+		if call == 1 {
+			// A slow invocation: four minutes of the hold pass before it fails.
+			r.clk.Advance(4 * time.Minute)
+		}
+	}
+	x := r.start(input("r1", "pm_3ds", "A1"))
+	deadline := r.now.Add(r.steps.Hold)
+	r.finish(x)
+	r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
+		"Resume waiting for payment", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Hold expired")
+	var timeouts []int64
+	for _, ev := range x.History() {
+		if ev.Type != "TaskScheduled" || ev.Details["resource"] != "invoke.waitForTaskToken" {
+			continue
+		}
+		secs, _ := ev.Details["timeoutInSeconds"].(int64)
+		timeouts = append(timeouts, secs)
+		if end := ev.Timestamp.Add(time.Duration(secs) * time.Second); !end.Equal(deadline) {
+			t.Errorf("a wait scheduled at %s for %ds ends at %s, the hold at %s", ev.Timestamp, secs, end, deadline)
+		}
+	}
+	if !slices.Equal(timeouts, []int64{600, 360}) {
+		t.Fatalf("wait timeouts %v, want [600 360]", timeouts)
+	}
+	if now := r.clk.Now(); !now.Equal(deadline) {
+		t.Fatalf("the execution ended at %s, the hold's deadline is %s", now, deadline)
+	}
+	r.expectState("r1", reservation.Released, reservation.Canceled)
+	r.expectSeatOwner("A1", "")
+}
+
 // TestDefinitionPolicy reads the ASL as data and checks the rules the saga depends on: every
-// Lambda task retries Lambda service errors and the transient names with backoff and full
-// jitter; no Retry ever lists a definitive business outcome; the payment wait is one
-// waitForTaskToken state bounded by the hold; every error the steps route on is caught.
+// Lambda task but the payment wait retries Lambda service errors and the transient names with
+// backoff and full jitter; the payment wait retries nothing (a retried attempt would wait a
+// whole timeout again and hold the seats past the hold's deadline), is the one
+// waitForTaskToken state, is bounded by the hold and sends every other failure to
+// reconciliation; no Retry ever lists a definitive business outcome; every error the steps
+// route on is caught.
 func TestDefinitionPolicy(t *testing.T) {
 	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
 	if err != nil {
@@ -465,10 +542,15 @@ func TestDefinitionPolicy(t *testing.T) {
 	lambdaErrors := []string{"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException"}
 	neverRetried := []string{ErrSeatUnavailable, ErrPaymentDeclined, ErrPaymentAlreadyAuthorized, ErrCustomerCanceled, ErrCaptureFailed, ErrInvalidRequest, ErrHoldExpired, "States.ALL"}
 	caught := map[string]bool{}
+	waitReconciles := map[string]bool{}
 	waits := 0
 	for name, st := range def.States {
 		if st.Type != "Task" {
 			continue
+		}
+		wait := st.Resource == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+		if wait && len(st.Retry) > 0 {
+			t.Errorf("%s has a Retry: a retried attempt would wait a whole timeout again", name)
 		}
 		retried := map[string]bool{}
 		for _, r := range st.Retry {
@@ -483,7 +565,7 @@ func TestDefinitionPolicy(t *testing.T) {
 			}
 		}
 		for _, e := range append(lambdaErrors, ErrTransientError, ErrTransactionConflict) {
-			if !retried[e] {
+			if !wait && !retried[e] {
 				t.Errorf("%s does not retry %s", name, e)
 			}
 		}
@@ -493,9 +575,12 @@ func TestDefinitionPolicy(t *testing.T) {
 			}
 			for _, e := range c.ErrorEquals {
 				caught[e] = true
+				if wait && (e == "States.ALL" || e == "States.Timeout") {
+					waitReconciles[e] = c.Next == "Reconcile payment"
+				}
 			}
 		}
-		if st.Resource == "arn:aws:states:::lambda:invoke.waitForTaskToken" {
+		if wait {
 			waits++
 			payload, _ := st.Parameters["Payload"].(map[string]any)
 			if payload["taskToken.$"] != "$$.Task.Token" || st.Parameters["FunctionName"] != "${AuthorizeFunctionArn}" {
@@ -511,10 +596,45 @@ func TestDefinitionPolicy(t *testing.T) {
 	if waits != 1 {
 		t.Errorf("%d waitForTaskToken states, want 1", waits)
 	}
+	if !waitReconciles["States.ALL"] || !waitReconciles["States.Timeout"] {
+		t.Errorf("the wait's timeout and other failures go to reconciliation: %v", waitReconciles)
+	}
 	for _, e := range []string{ErrSeatUnavailable, ErrPaymentDeclined, ErrPaymentAlreadyAuthorized, ErrCustomerCanceled, ErrHoldExpired, ErrCaptureFailed, ErrInvalidRequest, "States.Timeout"} {
 		if !caught[e] {
 			t.Errorf("nothing catches %s", e)
 		}
+	}
+}
+
+// TestDefinitionResumesTheWaitWithTheTimeLeft: reconcile's outcome resume goes back to the
+// payment wait through a Pass state that makes reconcile's hold (the time left now) the wait's
+// $.hold, so the resumed wait is bounded by what is left of the hold.
+func TestDefinitionResumesTheWaitWithTheTimeLeft(t *testing.T) {
+	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def struct {
+		States map[string]struct {
+			Type, InputPath, ResultPath, Next string
+			Choices                           []struct{ Variable, StringEquals, Next string }
+		}
+	}
+	if err := json.Unmarshal(raw, &def); err != nil {
+		t.Fatal(err)
+	}
+	var resume string
+	for _, c := range def.States["What did reconciliation find?"].Choices {
+		if c.Variable == "$.reconcile.outcome" && c.StringEquals == OutcomeResume {
+			resume = c.Next
+		}
+	}
+	pass, ok := def.States[resume]
+	if !ok {
+		t.Fatalf("outcome %s routes to %q", OutcomeResume, resume)
+	}
+	if pass.Type != "Pass" || pass.InputPath != "$.reconcile.hold" || pass.ResultPath != "$.hold" || pass.Next != "Wait for payment authorization" {
+		t.Fatalf("%s: %+v", resume, pass)
 	}
 }
 

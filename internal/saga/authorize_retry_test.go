@@ -96,46 +96,51 @@ func TestPaymentAlreadyAuthorizedIsRouted(t *testing.T) {
 	}
 }
 
-// TestASLAuthorizeRetryAfterTheWebhookAnswered runs the real definition: the authorize step
-// crashes after creating the PaymentIntent and recording its token; while the state backs off,
-// the buyer authorizes and the webhook answers the dead token; the retried attempt's
-// PaymentAlreadyAuthorized is caught into "Confirm seats": the happy path's 5 states, one
-// authorization, one capture.
-func TestASLAuthorizeRetryAfterTheWebhookAnswered(t *testing.T) {
+// TestASLResumedAuthorizeAfterTheWebhookAnswered runs the real definition: the authorize step
+// crashes after creating the PaymentIntent and recording its token; the wait has no Retry, so
+// reconcile runs, finds the buyer still paying and resumes the wait; just then the buyer
+// authorizes and the webhook answers the dead token. The resumed attempt's
+// PaymentAlreadyAuthorized is caught into "Confirm seats": one authorization, one capture.
+func TestASLResumedAuthorizeAfterTheWebhookAnswered(t *testing.T) {
 	r := newASLRun(t, reservation.LateSuccessReacquire)
 	r.crash["authorize"] = 1
-	x := r.start(input("r1", "pm_3ds", "A1"))
-	// Poll without moving the clock: the retry's backoff (fake time) must not elapse yet.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var (
+		first        reservation.Reservation
+		firstStatus  string
+		deadAccepted bool
+	)
+	r.after["reconcile"] = func(call int) {
+		if call != 1 {
+			return
+		}
+		// Reconcile has answered resume. The buyer finishes 3-D Secure; the webhook records
+		// it and reports to the token of the crashed attempt.
 		r.mu.Lock()
-		crashed := r.crash["authorize"] == 0 && r.finished["authorize"] == 1
-		r.mu.Unlock()
-		// The backoff timer is armed once the engine has failed the attempt.
-		if crashed && r.clk.Waiters() > 0 {
-			break
+		defer r.mu.Unlock()
+		first, firstStatus = r.store.get("r1"), r.pay.status("r1")
+		r.pay.force("r1", "requires_capture")
+		if _, err := r.store.UpdatePayment(context.Background(), PaymentUpdate{ReservationID: "r1", Guard: reservation.GuardOf(first),
+			Event: reservation.AuthorizationOK, From: reservation.Authorizing, CaptureBefore: r.now.Add(7 * 24 * time.Hour)}); err != nil {
+			t.Errorf("webhook transition: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for the first authorize attempt to fail")
-		}
-		time.Sleep(time.Millisecond)
+		out, _ := json.Marshal(PaymentOutcome{PaymentIntentID: first.PaymentIntentID, State: "AUTHORIZED"})
+		deadAccepted = r.engine.SendTaskSuccess(first.TaskToken, out) == nil
 	}
-	first := r.store.get("r1")
-	if first.Payment != reservation.Authorizing || first.TaskToken == "" || r.pay.status("r1") != "requires_action" {
-		t.Fatalf("after the crash: %s %q %s", first.Payment, first.TaskToken, r.pay.status("r1"))
-	}
-	// The buyer finishes 3-D Secure; the webhook records it and reports to the dead token.
-	r.pay.force("r1", "requires_capture")
-	r.webhookAuthorized("r1")
-	out, _ := json.Marshal(PaymentOutcome{PaymentIntentID: first.PaymentIntentID, State: "AUTHORIZED"})
-	if err := r.engine.SendTaskSuccess(first.TaskToken, out); err == nil {
-		t.Fatal("the failed attempt's token was accepted")
-	}
+	x := r.start(input("r1", "pm_3ds", "A1"))
 	snap := r.finish(x)
 	if snap.Status != asl.StatusSucceeded {
 		t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
 	}
-	r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if first.Payment != reservation.Authorizing || first.TaskToken == "" || firstStatus != "requires_action" {
+		t.Fatalf("when reconcile resumed: %s %q %s", first.Payment, first.TaskToken, firstStatus)
+	}
+	if deadAccepted {
+		t.Fatal("the crashed attempt's token was accepted")
+	}
+	r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
+		"Resume waiting for payment", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
 	var failures []string
 	for _, ev := range x.History() {
 		if ev.Type == "TaskFailed" {

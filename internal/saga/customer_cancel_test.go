@@ -94,7 +94,8 @@ func TestReconcileFinishesACustomerCancel(t *testing.T) {
 		if res := reconcile(t, h, &st); res.Outcome != OutcomeCapture {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.Confirmed, reservation.Authorized)
+		// Confirmed, with the capture request recorded for the ASL's capture state.
+		h.expectState("r1", reservation.Confirmed, reservation.CapturePending)
 	})
 
 	t.Run("a re-run of a finished cancel records nothing more", func(t *testing.T) {
@@ -107,6 +108,53 @@ func TestReconcileFinishesACustomerCancel(t *testing.T) {
 		st.Reconcile = nil
 		if res := reconcile(t, h, &st); res.Outcome != OutcomeCanceled || len(h.store.events) != events {
 			t.Fatalf("re-run: %+v, events %v", res, h.store.events[events:])
+		}
+	})
+}
+
+// TestARecordedCancelStopsThePayment: the api records the customer's cancel before it
+// acknowledges it, so a step that runs after it starts no payment and sells no seat, whatever
+// the webhook reported meanwhile; it returns CustomerCanceled, which the ASL sends to the
+// cancel's compensation.
+func TestARecordedCancelStopsThePayment(t *testing.T) {
+	ctx := context.Background()
+	cancel := func(t *testing.T, h *harness) {
+		t.Helper()
+		if _, err := h.store.Cancel(ctx, "r1", reservation.GuardOf(h.store.get("r1"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("authorize starts no payment", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := input("r1", "pm_card_visa", "A1")
+		h.claim(in)
+		cancel(t, h)
+		wantErr[*CustomerCanceled](t, h.authorize(in, "tok1"))
+		h.expectState("r1", reservation.Held, reservation.NotStarted)
+		if h.pay.creates != 0 {
+			t.Fatalf("%d payments created", h.pay.creates)
+		}
+	})
+	t.Run("confirm sells nothing although the webhook reported the authorization", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := authorized(t, h, "pm_card_visa")
+		cancel(t, h)
+		_, err := h.steps.Confirm(ctx, State{Input: in})
+		wantErr[*CustomerCanceled](t, err)
+		h.expectState("r1", reservation.PaymentPending, reservation.Authorized)
+	})
+	t.Run("the webhook's report wins the race with the api's signal: Confirm seats hands over to the cancel", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		token := r.waitingWith("r1", reservation.Authorizing)
+		cancel(t, r.harness)
+		r.reportAuthorized("r1", token)
+		r.finish(x)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Void payment after customer cancel", "Canceled by customer")
+		r.expectState("r1", reservation.Released, reservation.Canceled)
+		r.expectSeatOwner("A1", "")
+		if r.pay.captures != 0 || r.pay.status("r1") != "canceled" {
+			t.Fatalf("captures %d intent %s", r.pay.captures, r.pay.status("r1"))
 		}
 	})
 }

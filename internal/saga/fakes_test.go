@@ -81,13 +81,20 @@ type fakePayments struct {
 	// provider replays to a cancel with the same key; cancelAttempts lists the attempts sent.
 	cancelKeys     map[string]error
 	cancelAttempts []int
-	// refundsByID holds every refund made, as RetrieveRefund answers about it.
-	refundsByID map[string]payment.Refund
+	// refundsByID holds every refund made, as RetrieveRefund answers about it; refundKeys the
+	// refund made under each idempotency key ({reservationId}:refund:{attempt}), which the
+	// provider replays; refundAttempts lists the attempts sent. refundStatus is the status a
+	// new refund starts in ("" succeeds at once; payment.RefundPending waits for settleRefund).
+	refundsByID    map[string]payment.Refund
+	refundKeys     map[string]string
+	refundAttempts []int
+	refundStatus   payment.RefundStatus
 }
 
 func newFakePayments() *fakePayments {
 	return &fakePayments{pis: map[string]*payment.Authorization{}, byRes: map[string]string{}, fail: map[string][]error{},
-		actAndFail: map[string]bool{}, cancelKeys: map[string]error{}, refundsByID: map[string]payment.Refund{}}
+		actAndFail: map[string]bool{}, cancelKeys: map[string]error{}, refundsByID: map[string]payment.Refund{},
+		refundKeys: map[string]string{}}
 }
 
 func (p *fakePayments) take(op string) error {
@@ -113,6 +120,10 @@ func (p *fakePayments) setStatus(a *payment.Authorization, status string) {
 		a.AmountCapturable = 0
 	case "refunded":
 		a.ProviderStatus, a.State, a.AmountRefunded = "succeeded", payment.StateRefunded, a.Amount
+	case "declined":
+		// The provider refused the buyer's payment method: the intent waits for another one.
+		a.ProviderStatus, a.State = "requires_payment_method", payment.StateFailed
+		a.LastDecline = &payment.Declined{Op: payment.OpConfirm, Code: "card_declined", DeclineCode: "generic_decline"}
 	default:
 		a.State = payment.StateAuthorizing
 	}
@@ -165,8 +176,7 @@ func (p *fakePayments) Confirm(_ context.Context, req payment.ConfirmRequest) (p
 	case "pm_slow":
 		p.setStatus(a, "processing")
 	default:
-		a.LastDecline = &payment.Declined{Op: payment.OpConfirm, Code: "card_declined", DeclineCode: "generic_decline"}
-		a.State, a.ProviderStatus = payment.StateFailed, "requires_payment_method"
+		p.setStatus(a, "declined")
 		return payment.Authorization{}, &payment.Declined{Op: payment.OpConfirm, PaymentIntentID: a.PaymentIntentID, Code: "card_declined"}
 	}
 	return *a, nil
@@ -239,21 +249,51 @@ func (p *fakePayments) Cancel(_ context.Context, req payment.CancelRequest) (pay
 func (p *fakePayments) Refund(_ context.Context, req payment.RefundRequest) (payment.Refund, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.refundAttempts = append(p.refundAttempts, req.EffectiveAttempt())
 	if err := p.take("refund"); err != nil {
 		return payment.Refund{}, err
+	}
+	key := fmt.Sprintf("%s:refund:%d", req.ReservationID, req.EffectiveAttempt())
+	if id, ok := p.refundKeys[key]; ok {
+		return p.refundsByID[id], nil
 	}
 	a := p.pis[req.PaymentIntentID]
 	if a.State != payment.StatePaid && a.State != payment.StateRefunded {
 		return payment.Refund{}, &payment.Failed{Op: payment.OpRefund, Code: "charge_not_captured", HTTPStatus: 400}
 	}
-	if a.State == payment.StatePaid {
+	if a.State == payment.StateRefunded {
+		// A new key on money already returned in full (a refund made elsewhere, or one whose
+		// key the provider no longer replays): Stripe refuses it.
+		return payment.Refund{}, &payment.Failed{Op: payment.OpRefund, Category: payment.FailureObjectState,
+			Code: "charge_already_refunded", HTTPStatus: 400}
+	}
+	status := p.refundStatus
+	if status == "" {
+		status = payment.RefundSucceeded
+	}
+	if a.State == payment.StatePaid && status != payment.RefundFailed && status != payment.RefundCanceled {
 		p.refunds++
+		// Like Stripe's amount_refunded, the intent counts a pending refund as refunded.
 		p.setStatus(a, "refunded")
 	}
 	rf := payment.Refund{RefundID: fmt.Sprintf("re_%d", len(p.refundsByID)+1), PaymentIntentID: a.PaymentIntentID,
-		ReservationID: req.ReservationID, Amount: a.Amount, Currency: a.Currency, Status: payment.RefundSucceeded}
-	p.refundsByID[rf.RefundID] = rf
+		ReservationID: req.ReservationID, Amount: a.Amount, Currency: a.Currency, Status: status}
+	p.refundsByID[rf.RefundID], p.refundKeys[key] = rf, rf.RefundID
 	return rf, nil
+}
+
+// settleRefund ends a pending refund: succeeded, or failed, which leaves the money captured.
+func (p *fakePayments) settleRefund(refundID string, status payment.RefundStatus) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rf := p.refundsByID[refundID]
+	rf.Status = status
+	p.refundsByID[refundID] = rf
+	if status != payment.RefundSucceeded {
+		a := p.pis[rf.PaymentIntentID]
+		p.setStatus(a, "succeeded")
+		a.AmountRefunded = 0
+	}
 }
 
 // RetrieveRefund reads back a refund Refund made ("retrieveRefund" queues errors).

@@ -43,11 +43,13 @@ func TestReconcileLateAuthorizationOnTheLastAttempt(t *testing.T) {
 	if res.Outcome != OutcomeCapture || res.Captures != 1 {
 		t.Fatalf("last attempt: %+v, want outcome capture after 1 capture hand-off", res)
 	}
-	h.expectState("r1", reservation.Confirmed, reservation.Authorized)
+	h.expectState("r1", reservation.Confirmed, reservation.CapturePending)
 }
 
 // TestReconcileCaptureBound: the capture/reconcile loop is still bounded, by the captures
-// this execution was sent to.
+// this execution was sent to. Spent captures wait for the next attempt, and with the attempts
+// spent too the step hands over without forcing UNKNOWN: confirmed seats without captured
+// money are on the sweeper's index already.
 func TestReconcileCaptureBound(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -55,11 +57,11 @@ func TestReconcileCaptureBound(t *testing.T) {
 		attempt     int
 		captures    int
 		wantOutcome string
-		wantPay     reservation.PaymentState
 	}{
-		{name: "first hand-off on a late attempt", attempt: 2, captures: 0, wantOutcome: OutcomeCapture, wantPay: reservation.Authorized},
-		{name: "one capture failed, one more allowed", attempt: 1, captures: 1, wantOutcome: OutcomeCapture, wantPay: reservation.Authorized},
-		{name: "captures spent", attempt: 1, captures: 2, wantOutcome: OutcomeUnresolved, wantPay: reservation.UnknownNeedsReconciliation},
+		{name: "first hand-off on a late attempt", attempt: 2, captures: 0, wantOutcome: OutcomeCapture},
+		{name: "one capture failed, one more allowed", attempt: 1, captures: 1, wantOutcome: OutcomeCapture},
+		{name: "captures spent, attempts left: retry", attempt: 1, captures: 2, wantOutcome: OutcomeRetry},
+		{name: "captures and attempts spent: unresolved, left to the sweeper", attempt: 2, captures: 2, wantOutcome: OutcomeUnresolved},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,14 +76,16 @@ func TestReconcileCaptureBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.wantOutcome == OutcomeUnresolved && res.Attempt < h.steps.attempts() {
-				// Not the last attempt: the unknown is recorded and retried.
-				tc.wantOutcome = OutcomeRetry
-			}
-			if res.Outcome != tc.wantOutcome {
+			if res.Outcome != tc.wantOutcome || (tc.wantOutcome == OutcomeRetry) != (res.RetryAfterSeconds > 0) {
 				t.Fatalf("%+v, want %s", res, tc.wantOutcome)
 			}
-			h.expectState("r1", reservation.Confirmed, tc.wantPay)
+			h.expectState("r1", reservation.Confirmed, reservation.CapturePending)
+			if r := h.store.get("r1"); !r.Unsettled() {
+				t.Fatal("confirmed seats without captured money are not on the sweeper's index")
+			}
+			if h.pay.captures != 0 {
+				t.Fatalf("reconcile captured %d times; the ASL's capture state does", h.pay.captures)
+			}
 		})
 	}
 }
@@ -189,4 +193,77 @@ func TestASLLateAuthorizationOnTheLastAttempt(t *testing.T) {
 	if r.pay.captures != 1 {
 		t.Fatalf("captures %d", r.pay.captures)
 	}
+}
+
+// TestReconcileNeverWaitsPastALiveHold: after the payment wait failed, reconcile resumes the
+// wait with the time left on the hold (rounded up to the second the deadline falls in, never
+// a second more), and once the resumes are spent, or the provider does not answer, its retry
+// wakes no later than the hold's deadline, however long the backoff.
+func TestReconcileNeverWaitsPastALiveHold(t *testing.T) {
+	ctx := context.Background()
+	// waiting claims r1 with a payment waiting for 3-D Secure and moves the clock by elapsed.
+	waiting := func(t *testing.T, elapsed time.Duration) (*harness, State, time.Time) {
+		t.Helper()
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := input("r1", "pm_3ds", "A1")
+		h.claim(in)
+		if err := h.authorize(in, "tok1"); err != nil {
+			t.Fatal(err)
+		}
+		h.advance(elapsed)
+		return h, State{Input: in, Failure: &Failure{Error: "Lambda.ServiceException"}}, h.store.get("r1").HoldExpiresAt
+	}
+	for _, tc := range []struct {
+		name     string
+		elapsed  time.Duration
+		wantLeft int64
+	}{
+		{name: "whole seconds left", elapsed: 7*time.Minute + 30*time.Second, wantLeft: 150},
+		{name: "part of a second left over", elapsed: 7*time.Minute + 30*time.Second + 400*time.Millisecond, wantLeft: 150},
+		{name: "less than a second left", elapsed: 10*time.Minute - 300*time.Millisecond, wantLeft: 1},
+	} {
+		t.Run("resume: "+tc.name, func(t *testing.T) {
+			h, st, deadline := waiting(t, tc.elapsed)
+			res, err := h.steps.Reconcile(ctx, st)
+			if err != nil || res.Outcome != OutcomeResume || res.Hold == nil {
+				t.Fatalf("%+v %v", res, err)
+			}
+			left := deadline.Sub(h.now)
+			if res.Hold.SecondsLeft != tc.wantLeft || time.Duration(res.Hold.SecondsLeft-1)*time.Second >= left {
+				t.Fatalf("secondsLeft %d with %s left, want %d", res.Hold.SecondsLeft, left, tc.wantLeft)
+			}
+			if !res.Hold.HoldExpiresAt.Equal(deadline) || res.Resumes != 1 {
+				t.Fatalf("%+v hold %+v", res, res.Hold)
+			}
+			h.expectState("r1", reservation.PaymentPending, reservation.Authorizing)
+		})
+	}
+	t.Run("resumes spent: the retry wakes at the deadline, not after the backoff", func(t *testing.T) {
+		h, st, _ := waiting(t, 7*time.Minute+30*time.Second)
+		h.steps.ReconcileBackoff = 5 * time.Minute
+		st.Reconcile = &ReconcileResult{Attempt: 1, Outcome: OutcomeResume, Resumes: maxResumes}
+		res, err := h.steps.Reconcile(ctx, st)
+		if err != nil || res.Outcome != OutcomeRetry || res.RetryAfterSeconds != 150 || res.Resumes != maxResumes {
+			t.Fatalf("%+v %v, want retry after 150s", res, err)
+		}
+	})
+	t.Run("resumes spent, the deadline further than the backoff: the backoff", func(t *testing.T) {
+		h, st, _ := waiting(t, time.Minute)
+		st.Reconcile = &ReconcileResult{Attempt: 1, Outcome: OutcomeResume, Resumes: maxResumes}
+		res, err := h.steps.Reconcile(ctx, st)
+		// The harness's first backoff is 10s, doubled for the second attempt.
+		if err != nil || res.Outcome != OutcomeRetry || res.RetryAfterSeconds != 20 {
+			t.Fatalf("%+v %v, want retry after 20s", res, err)
+		}
+	})
+	t.Run("provider down during a live hold: the retry wakes at the deadline", func(t *testing.T) {
+		h, st, _ := waiting(t, 9*time.Minute+15*time.Second)
+		h.steps.ReconcileBackoff = 5 * time.Minute
+		h.pay.fail["retrieve"] = []error{&payment.Uncertain{Op: payment.OpRetrieve, Reason: "connection"}}
+		res, err := h.steps.Reconcile(ctx, st)
+		if err != nil || res.Outcome != OutcomeRetry || res.RetryAfterSeconds != 45 {
+			t.Fatalf("%+v %v, want retry after 45s", res, err)
+		}
+		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+	})
 }

@@ -264,9 +264,17 @@ func (s *Steps) providerTruth(ctx context.Context, r reservation.Reservation) pr
 	if refundID == "" && r.Payment == reservation.RefundPending {
 		replay, err := s.Payments.Refund(ctx, payment.RefundRequest{ReservationID: r.ID, PaymentIntentID: r.PaymentIntentID,
 			Attempt: r.RefundAttempts + 1})
-		if err != nil || replay.RefundID == "" {
-			s.log().WarnContext(ctx, "a pending refund's id could not be found again", "reservationId", r.ID, "error", fmt.Sprint(err))
+		switch {
+		case payment.IsUncertain(err):
 			return providerTruth{truth: reservation.TruthUnavailable, status: auth.ProviderStatus, version: r.Version}
+		case err != nil || replay.RefundID == "":
+			// Refused: the money was returned by a refund that is not ours under this key
+			// (made in the dashboard, or a key the provider forgot after 24 hours). That is an
+			// answer: the attempt counts as failed, so repeated refusals escalate to a person
+			// instead of polling forever.
+			s.log().WarnContext(ctx, "a pending refund's id could not be found again; counted as a failed attempt",
+				"reservationId", r.ID, "attempt", r.RefundAttempts+1, "error", fmt.Sprint(err))
+			return providerTruth{truth: reservation.TruthRefundFailed, status: auth.ProviderStatus, version: r.Version}
 		}
 		refundID = replay.RefundID
 		if _, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r), RefundID: refundID}); err != nil {

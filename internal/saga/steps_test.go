@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatsaga/seatsaga/internal/asl"
 	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 )
@@ -340,6 +343,58 @@ func TestAuthorize(t *testing.T) {
 	}
 }
 
+// TestAuthorizeProviderRefusalIsNotADecline: the provider refusing the system's own request
+// (a wrong key, an invalid request) on create or confirm is *ProviderRefused, counted per
+// category for an operator; it is not a decline, so nobody is told their card failed, and it
+// is not routed by name: the wait's States.ALL catch reconciles while the hold keeps the seats.
+func TestAuthorizeProviderRefusalIsNotADecline(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		op       string
+		refusal  *payment.Failed
+		category payment.FailureCategory
+		wantPay  reservation.PaymentState
+	}{
+		{name: "create refused: authentication", op: "create",
+			refusal:  &payment.Failed{Op: payment.OpAuthorize, HTTPStatus: 401, Category: payment.FailureAuthentication, Type: "authentication_error"},
+			category: payment.FailureAuthentication, wantPay: reservation.NotStarted},
+		{name: "confirm refused: invalid request", op: "confirm",
+			refusal:  &payment.Failed{Op: payment.OpConfirm, HTTPStatus: 400, Category: payment.FailureInvalidRequest, Type: "invalid_request_error"},
+			category: payment.FailureInvalidRequest, wantPay: reservation.Authorizing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			in := input("r1", "pm_card_visa", "A1")
+			h.claim(in)
+			h.pay.fail[tc.op] = []error{tc.refusal}
+			err := h.authorize(in, "tok1")
+			refused := wantErr[*ProviderRefused](t, err)
+			if refused.Category != string(tc.category) {
+				t.Fatalf("category %q, want %q", refused.Category, tc.category)
+			}
+			if name := asl.ErrorTypeName(Routable(err)); name != "ProviderRefused" {
+				t.Fatalf("the Lambda runtime would name it %q", name)
+			}
+			if n := h.mem.Get(MetricProviderRefusals, metrics.Dim{Name: "category", Value: string(tc.category)}); n != 1 {
+				t.Fatalf("refusals counted %v", n)
+			}
+			authorize := metrics.Dim{Name: "step", Value: "authorize"}
+			if h.mem.Get(MetricStepOutcome, authorize, metrics.Dim{Name: "outcome", Value: "provider_refused"}) != 1 ||
+				h.mem.Get(MetricStepOutcome, authorize, metrics.Dim{Name: "outcome", Value: "declined"}) != 0 {
+				t.Fatal("not counted as a provider refusal")
+			}
+			h.expectState("r1", reservation.PaymentPending, tc.wantPay)
+			h.expectSeatOwner("A1", "r1")
+			// Reconcile keeps the hold: the buyer may still pay once the refusal is fixed.
+			st := State{Input: in, Failure: &Failure{Error: "ProviderRefused"}}
+			if res := reconcile(t, h, &st); res.Outcome != OutcomeResume {
+				t.Fatalf("reconcile: %+v", res)
+			}
+			h.expectState("r1", reservation.PaymentPending, tc.wantPay)
+		})
+	}
+}
+
 // authorized brings r1 to PAYMENT_PENDING/AUTHORIZED as the webhook would.
 func authorized(t *testing.T, h *harness, pm string) Input {
 	t.Helper()
@@ -412,7 +467,9 @@ func TestCapture(t *testing.T) {
 		h.pay.actAndFail["capture"] = true
 		_, err := h.steps.Capture(context.Background(), State{Input: in})
 		wantErr[*PaymentUncertain](t, err)
-		h.expectState("r1", reservation.Confirmed, reservation.CapturePending)
+		// The unanswered capture is recorded unknown: the seats stay sold and the
+		// reservation is on the reconciliation index.
+		h.expectState("r1", reservation.Confirmed, reservation.UnknownNeedsReconciliation)
 		if _, err := h.steps.Capture(context.Background(), State{Input: in}); err != nil {
 			t.Fatal(err)
 		}
@@ -421,20 +478,60 @@ func TestCapture(t *testing.T) {
 			t.Fatalf("captures %d", h.pay.captures)
 		}
 	})
-	t.Run("definitive failure: policy releases seats and notifies", func(t *testing.T) {
-		h := newHarness(t, reservation.LateSuccessReacquire)
-		in := confirmed(t, h)
-		h.pay.force("r1", "canceled") // the authorization lapsed at the provider
-		_, err := h.steps.Capture(context.Background(), State{Input: in})
-		wantErr[*CaptureFailed](t, err)
-		h.expectState("r1", reservation.Released, reservation.Failed)
-		h.expectSeatOwner("A1", "")
-		if !slices.Contains(h.store.events, "Release:capture_failed:notify") {
-			t.Fatalf("events %v", h.store.events)
-		}
-		_, err = h.steps.Capture(context.Background(), State{Input: in})
-		wantErr[*CaptureFailed](t, err)
-	})
+	// The capture-failure policy, whether the truth read before the capture shows the
+	// authorization gone or the provider refuses the capture because it lapsed meanwhile.
+	for _, tc := range []struct {
+		name  string
+		lapse func(h *harness, rp *racingPayments)
+	}{
+		{name: "definitive failure: policy releases seats and notifies", lapse: func(h *harness, _ *racingPayments) {
+			h.pay.force("r1", "canceled") // the authorization lapsed at the provider
+		}},
+		{name: "capture refused, the authorization lapsed after the truth was read: policy releases seats and notifies",
+			lapse: func(h *harness, rp *racingPayments) {
+				rp.beforeCapture = func() { h.pay.force("r1", "canceled") }
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			rp := &racingPayments{fakePayments: h.pay}
+			h.steps.Payments = rp
+			in := confirmed(t, h)
+			tc.lapse(h, rp)
+			_, err := h.steps.Capture(context.Background(), State{Input: in})
+			wantErr[*CaptureFailed](t, err)
+			if rp.beforeCapture != nil {
+				t.Fatal("the capture was never sent")
+			}
+			h.expectState("r1", reservation.Released, reservation.Failed)
+			h.expectSeatOwner("A1", "")
+			if h.pay.captures != 0 {
+				t.Fatalf("captures %d", h.pay.captures)
+			}
+			// The failure and the release are one write: one PaymentFailed record whose
+			// snapshot has the seats released, with the customer notified; no separate release.
+			recs := h.store.Records("r1")
+			last := recs[len(recs)-1]
+			var snap outbox.ReservationSnapshot
+			if err := json.Unmarshal(last.Payload, &snap); err != nil {
+				t.Fatal(err)
+			}
+			if last.Type != outbox.PaymentFailed || snap.InventoryState != string(reservation.Released) ||
+				snap.PaymentState != string(reservation.Failed) || !snap.NotifyCustomer {
+				t.Fatalf("last record %s %+v", last.Type, snap)
+			}
+			for _, rec := range recs {
+				if rec.Type == outbox.SeatsReleased {
+					t.Fatalf("a separate release record: %v", h.store.events)
+				}
+			}
+			_, err = h.steps.Capture(context.Background(), State{Input: in})
+			wantErr[*CaptureFailed](t, err)
+			if n := len(h.store.Records("r1")); n != len(recs) {
+				t.Fatalf("the re-run wrote %d records", n-len(recs))
+			}
+		})
+	}
 	t.Run("refusal while still capturable stays uncertain", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := confirmed(t, h)
@@ -453,20 +550,25 @@ func TestCompensate(t *testing.T) {
 		wantPayment reservation.PaymentState
 		wantPI      string
 		wantLabel   string
+		// wantRerun is what a redelivery reports: it finds the reservation settled and
+		// reports the stored state, and FAILED does not say whether a void happened.
+		wantRerun string
 	}{
-		{name: "decline recorded by the webhook: FAILED -> CANCELED", pm: "pm_card_declined", reason: ErrPaymentDeclined,
+		// A decline is recorded FAILED before the void and stays FAILED after it; the step
+		// still reports the void it made.
+		{name: "decline recorded by the webhook: voided, reported voided, stays FAILED", pm: "pm_card_declined", reason: ErrPaymentDeclined,
 			webhook: func(h *harness) {
 				r := h.store.get("r1")
 				h.store.UpdatePayment(context.Background(), PaymentUpdate{ReservationID: "r1", Guard: reservation.GuardOf(r), Event: reservation.PaymentDeclined, From: reservation.Authorizing})
 			},
-			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
-		{name: "decline answered synchronously", pm: "pm_card_declined", reason: ErrPaymentDeclined,
-			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
+			wantPayment: reservation.Failed, wantPI: "canceled", wantLabel: "voided", wantRerun: "none"},
+		{name: "decline answered synchronously: recorded FAILED, voided, reported voided", pm: "pm_card_declined", reason: ErrPaymentDeclined,
+			wantPayment: reservation.Failed, wantPI: "canceled", wantLabel: "voided", wantRerun: "none"},
 		{name: "customer cancels after authorization", pm: "pm_card_visa", reason: ErrCustomerCanceled,
 			webhook:     func(h *harness) { h.webhookAuthorized("r1") },
-			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
+			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided", wantRerun: "voided"},
 		{name: "customer cancels during 3-D Secure", pm: "pm_3ds", reason: ErrCustomerCanceled,
-			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided"},
+			wantPayment: reservation.Canceled, wantPI: "canceled", wantLabel: "voided", wantRerun: "voided"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -487,15 +589,15 @@ func TestCompensate(t *testing.T) {
 			}
 			h.expectState("r1", reservation.Released, tc.wantPayment)
 			h.expectSeatOwner("A1", "")
-			if got := h.pay.status("r1"); got != tc.wantPI {
-				t.Fatalf("intent %s", got)
+			if got := h.pay.status("r1"); got != tc.wantPI || h.pay.cancels != 1 {
+				t.Fatalf("intent %s, cancels %d", got, h.pay.cancels)
 			}
 			// A re-run changes nothing and cancels nothing twice.
-			cancels := h.pay.cancels
-			if _, err := h.steps.Compensate(context.Background(), st); err != nil {
-				t.Fatal(err)
+			again, err := h.steps.Compensate(context.Background(), st)
+			if err != nil || again.Payment != tc.wantRerun || again.SeatsReleased {
+				t.Fatalf("re-run: %+v %v", again, err)
 			}
-			if h.pay.cancels != cancels {
+			if h.pay.cancels != 1 {
 				t.Fatal("canceled twice")
 			}
 			if h.mem.Total(MetricCompensationOutcome) == 0 {
@@ -579,7 +681,8 @@ func TestReconcile(t *testing.T) {
 		if res := reconcile(t, h, &st); res.Outcome != OutcomeCapture {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.Confirmed, reservation.Authorized)
+		// Reconcile records CAPTURE_PENDING before handing the capture to the ASL.
+		h.expectState("r1", reservation.Confirmed, reservation.CapturePending)
 		if _, err := h.steps.Capture(context.Background(), st); err != nil {
 			t.Fatal(err)
 		}
@@ -596,7 +699,9 @@ func TestReconcile(t *testing.T) {
 		if h.pay.captures != 0 || h.pay.status("r1") != "canceled" {
 			t.Fatalf("captures %d status %s", h.pay.captures, h.pay.status("r1"))
 		}
-		if !slices.Contains(h.store.events, "PaymentVoid:late_payment:notify") {
+		// The authorization is recorded, then voided with the customer told, in that order.
+		if i := slices.Index(h.store.events, "PaymentAuthorized:settlement: Authorized (States.Timeout)"); i < 0 ||
+			!slices.Contains(h.store.events[i:], "PaymentVoid:settlement: Void (States.Timeout):notify") {
 			t.Fatalf("events %v", h.store.events)
 		}
 	})
@@ -694,14 +799,25 @@ func TestReconcileDecisions(t *testing.T) {
 		wantInv     reservation.InventoryState
 		wantPay     reservation.PaymentState
 		wantPI      string
+		check       func(t *testing.T, h *harness, res ReconcileResult)
 	}{
-		{name: "buyer still paying within the hold", pm: "pm_3ds",
-			wantOutcome: OutcomeRetry, wantInv: reservation.PaymentPending, wantPay: reservation.Authorizing, wantPI: "requires_action"},
-		{name: "authorized within the hold, report lost: confirm, then capture", pm: "pm_card_visa",
-			wantOutcome: OutcomeCapture, wantInv: reservation.Confirmed, wantPay: reservation.Authorized, wantPI: "requires_capture"},
+		// The wait failed while the buyer is still paying: back to the wait, for the time
+		// left on the hold (all of it here: the clock did not move).
+		{name: "buyer still paying within the hold: resume the wait", pm: "pm_3ds",
+			wantOutcome: OutcomeResume, wantInv: reservation.PaymentPending, wantPay: reservation.Authorizing, wantPI: "requires_action",
+			check: func(t *testing.T, h *harness, res ReconcileResult) {
+				r := h.store.get("r1")
+				if res.Resumes != 1 || res.Hold == nil || res.Hold.SecondsLeft != 600 || !res.Hold.HoldExpiresAt.Equal(r.HoldExpiresAt) ||
+					res.Hold.ReservationID != "r1" || res.Hold.Version != r.Version {
+					t.Fatalf("resume %+v hold %+v", res, res.Hold)
+				}
+			}},
+		{name: "authorized within the hold, report lost: confirm, record the capture request, then capture", pm: "pm_card_visa",
+			wantOutcome: OutcomeCapture, wantInv: reservation.Confirmed, wantPay: reservation.CapturePending, wantPI: "requires_capture"},
+		// The decline is recorded first and stays the record after the void.
 		{name: "declined at the provider", pm: "pm_card_declined",
 			setup:       func(h *harness, _ Input) { h.advance(10 * time.Minute) },
-			wantOutcome: OutcomeFailed, wantInv: reservation.Released, wantPay: reservation.Canceled, wantPI: "canceled"},
+			wantOutcome: OutcomeFailed, wantInv: reservation.Released, wantPay: reservation.Failed, wantPI: "canceled"},
 		{name: "canceled at the provider", pm: "pm_3ds",
 			setup:       func(h *harness, _ Input) { h.pay.force("r1", "canceled") },
 			wantOutcome: OutcomeFailed, wantInv: reservation.Released, wantPay: reservation.Canceled, wantPI: "canceled"},
@@ -728,16 +844,55 @@ func TestReconcileDecisions(t *testing.T) {
 				h.pay.force("r1", "canceled")
 			},
 			wantOutcome: OutcomeCaptureFailed, wantInv: reservation.Released, wantPay: reservation.Failed, wantPI: "canceled"},
-		{name: "refunded at the provider", pm: "pm_card_visa",
+		// The intent shows refunded, but no refund of ours is recorded (here: our refund,
+		// attempt 1, whose answer was lost). Only the refund itself says it succeeded, so the
+		// first run records REFUND_PENDING with the seats protected; the next one repeats
+		// attempt 1 under its key, finds that refund, reads it back and settles.
+		{name: "refunded at the provider, our refund's id lost: pending, then found again by its key", pm: "pm_card_visa",
 			setup: func(h *harness, _ Input) {
 				h.webhookAuthorized("r1")
 				h.advance(10 * time.Minute)
-				h.pay.force("r1", "refunded")
+				h.pay.force("r1", "succeeded")
+				if _, err := h.pay.Refund(ctx, payment.RefundRequest{ReservationID: "r1", PaymentIntentID: h.pay.byRes["r1"], Attempt: 1}); err != nil {
+					h.t.Fatal(err)
+				}
 			},
-			wantOutcome: OutcomeVoided, wantInv: reservation.Released, wantPay: reservation.Refunded, wantPI: "succeeded"},
-		{name: "still processing when the attempts are spent", pm: "pm_slow", attempt: 2,
+			wantOutcome: OutcomeRetry, wantInv: reservation.PaymentPending, wantPay: reservation.RefundPending, wantPI: "succeeded",
+			check: func(t *testing.T, h *harness, res ReconcileResult) {
+				h.expectSeatOwner("A1", "r1")
+				// refundAttempts holds the lost refund's attempt 1 only: this run sent nothing.
+				if r := h.store.get("r1"); r.RefundID != "" || len(h.pay.refundAttempts) != 1 || res.Detail != "the refund is pending" {
+					t.Fatalf("refund id %q, attempts sent %v, %+v", r.RefundID, h.pay.refundAttempts, res)
+				}
+				st := State{Input: input("r1", "pm_card_visa", "A1"), Reconcile: &res}
+				for run := 1; run <= 2; run++ {
+					next, err := h.steps.Reconcile(ctx, st)
+					if err != nil || next.Outcome != OutcomeVoided {
+						t.Fatalf("run %d: %+v %v", run, next, err)
+					}
+					st.Reconcile = &next
+				}
+				h.expectState("r1", reservation.Released, reservation.Refunded)
+				h.expectSeatOwner("A1", "")
+				// One refund in all: finding it again repeated attempt 1 under its key.
+				if r := h.store.get("r1"); r.RefundID != "re_1" || h.pay.refunds != 1 || !slices.Equal(h.pay.refundAttempts, []int{1, 1}) {
+					t.Fatalf("refund id %q, refunds %d, attempts sent %v", r.RefundID, h.pay.refunds, h.pay.refundAttempts)
+				}
+			}},
+		// A processing payment cannot be voided: the lapsed hold's seats go back as an expiry
+		// (AUTHORIZING money can still be voided once it authorizes), and with the attempts
+		// spent the step hands over without forcing UNKNOWN: RELEASED with money authorizing
+		// is on the sweeper's index already.
+		{name: "still processing when the attempts are spent: seats expired, left to the sweeper", pm: "pm_slow", attempt: 2,
 			setup:       func(h *harness, _ Input) { h.advance(10 * time.Minute) },
-			wantOutcome: OutcomeUnresolved, wantInv: reservation.Released, wantPay: reservation.UnknownNeedsReconciliation, wantPI: "processing"},
+			wantOutcome: OutcomeUnresolved, wantInv: reservation.Released, wantPay: reservation.Authorizing, wantPI: "processing",
+			check: func(t *testing.T, h *harness, _ ReconcileResult) {
+				r := h.store.get("r1")
+				if r.Outcome != reservation.OutcomeExpired || !r.Unsettled() || h.pay.cancelAttempts != nil {
+					t.Fatalf("outcome %s unsettled %v cancels sent %v", r.Outcome, r.Unsettled(), h.pay.cancelAttempts)
+				}
+				h.expectSeatOwner("A1", "")
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -760,8 +915,11 @@ func TestReconcileDecisions(t *testing.T) {
 			if got := h.pay.status("r1"); got != tc.wantPI {
 				t.Fatalf("intent %s, want %s", got, tc.wantPI)
 			}
+			if tc.check != nil {
+				tc.check(t, h, res)
+			}
 			// A re-run (redelivery, or a crash before the answer) decides the same.
-			if tc.wantOutcome != OutcomeRetry && tc.wantOutcome != OutcomeCapture {
+			if tc.wantOutcome != OutcomeRetry && tc.wantOutcome != OutcomeCapture && tc.wantOutcome != OutcomeResume {
 				again, err := h.steps.Reconcile(ctx, st)
 				if err != nil || again.Outcome != tc.wantOutcome {
 					t.Fatalf("re-run: %+v %v", again, err)
@@ -811,7 +969,11 @@ func TestResolveForTheSweeper(t *testing.T) {
 	}
 }
 
-func TestCompensateRefundsCapturedMoney(t *testing.T) {
+// TestCompensateAfterACancelOfSoldSeats: a CustomerCanceled signal that reaches compensate
+// after the seats were confirmed and paid cannot be recorded (a cancel of CONFIRMED seats is
+// refused), so nothing is refunded: the decision says sold and compensate hands over to
+// reconcile, which routes paid.
+func TestCompensateAfterACancelOfSoldSeats(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, reservation.LateSuccessReacquire)
 	in := authorized(t, h, "pm_card_visa")
@@ -819,17 +981,124 @@ func TestCompensateRefundsCapturedMoney(t *testing.T) {
 	if _, err := h.steps.Capture(ctx, State{Input: in}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.steps.Compensate(ctx, State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}})
+	st := State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}}
+	res, err := h.steps.Compensate(ctx, st)
+	wantErr[*ConflictError](t, err)
+	if res.Payment != "none" || res.SeatsReleased {
+		t.Fatalf("%+v", res)
+	}
+	h.expectState("r1", reservation.Confirmed, reservation.Paid)
+	h.expectSeatOwner("A1", "r1")
+	if h.store.get("r1").CustomerCanceled || h.pay.refunds != 0 {
+		t.Fatalf("cancel recorded %v, refunds %d", h.store.get("r1").CustomerCanceled, h.pay.refunds)
+	}
+	if got := reconcile(t, h, &st); got.Outcome != OutcomePaid {
+		t.Fatalf("reconcile: %+v", got)
+	}
+}
+
+// cancelAfterCapture has r1's customer cancel while the seats are PAYMENT_PENDING with the
+// money already captured (a capture that outlived its step), refunds starting in status
+// refundStatus.
+func cancelAfterCapture(t *testing.T, h *harness, refundStatus payment.RefundStatus) State {
+	t.Helper()
+	in := authorized(t, h, "pm_card_visa")
+	h.pay.force("r1", "succeeded")
+	h.pay.refundStatus = refundStatus
+	return State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}}
+}
+
+func TestCompensateRefundsCapturedMoney(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, reservation.LateSuccessReacquire)
+	st := cancelAfterCapture(t, h, "")
+	res, err := h.steps.Compensate(ctx, st)
 	if err != nil || res.Payment != "refunded" || !res.SeatsReleased {
 		t.Fatalf("%+v %v", res, err)
 	}
 	h.expectState("r1", reservation.Released, reservation.Refunded)
-	if h.pay.refunds != 1 {
-		t.Fatalf("refunds %d", h.pay.refunds)
+	h.expectSeatOwner("A1", "")
+	if h.pay.refunds != 1 || h.pay.captures != 0 || !slices.Equal(h.pay.refundAttempts, []int{1}) {
+		t.Fatalf("refunds %d captures %d attempts %v", h.pay.refunds, h.pay.captures, h.pay.refundAttempts)
 	}
-	if _, err := h.steps.Compensate(ctx, State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}}); err != nil || h.pay.refunds != 1 {
-		t.Fatalf("re-run refunded again: %v, refunds %d", err, h.pay.refunds)
+	if again, err := h.steps.Compensate(ctx, st); err != nil || again.Payment != "refunded" || h.pay.refunds != 1 {
+		t.Fatalf("re-run refunded again: %+v %v, refunds %d", again, err, h.pay.refunds)
 	}
+}
+
+// TestCompensateRefundPending: an accepted refund is REFUND_PENDING, with its id, until the
+// provider says how it ended; the seats stay protected meanwhile. A failed refund is money
+// captured again and a new attempt with its own key; past reservation.MaxRefundAttempts
+// failures a person must look.
+func TestCompensateRefundPending(t *testing.T) {
+	ctx := context.Background()
+	// pending runs compensate and expects it to wait for the refund it made, attempt n.
+	pending := func(t *testing.T, h *harness, st State, n int) {
+		t.Helper()
+		res, err := h.steps.Compensate(ctx, st)
+		unsure := wantErr[*PaymentUncertain](t, err)
+		if !strings.Contains(unsure.Detail, "waits for the provider") || res.Payment != "refunded" || res.SeatsReleased {
+			t.Fatalf("%+v: %v", res, err)
+		}
+		h.expectState("r1", reservation.PaymentPending, reservation.RefundPending)
+		h.expectSeatOwner("A1", "r1")
+		r := h.store.get("r1")
+		if want := fmt.Sprintf("re_%d", n); r.RefundID != want || r.RefundAttempts != n-1 {
+			t.Fatalf("refund %s after %d failed, want %s after %d", r.RefundID, r.RefundAttempts, want, n-1)
+		}
+	}
+	t.Run("succeeded: refunded and released", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		st := cancelAfterCapture(t, h, payment.RefundPending)
+		pending(t, h, st, 1)
+		// Asked again before it settled: still waiting, no second refund.
+		pending(t, h, st, 1)
+		h.pay.settleRefund("re_1", payment.RefundSucceeded)
+		res, err := h.steps.Compensate(ctx, st)
+		if err != nil || res.Payment != "refunded" || !res.SeatsReleased {
+			t.Fatalf("%+v %v", res, err)
+		}
+		h.expectState("r1", reservation.Released, reservation.Refunded)
+		if !slices.Equal(h.pay.refundAttempts, []int{1}) {
+			t.Fatalf("refund attempts %v", h.pay.refundAttempts)
+		}
+	})
+	t.Run("failed: a new attempt with its own key", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		st := cancelAfterCapture(t, h, payment.RefundPending)
+		pending(t, h, st, 1)
+		h.pay.settleRefund("re_1", payment.RefundFailed)
+		pending(t, h, st, 2)
+		if !slices.Equal(h.pay.refundAttempts, []int{1, 2}) {
+			t.Fatalf("refund attempts %v", h.pay.refundAttempts)
+		}
+		h.pay.settleRefund("re_2", payment.RefundSucceeded)
+		if res, err := h.steps.Compensate(ctx, st); err != nil || !res.SeatsReleased {
+			t.Fatalf("%+v %v", res, err)
+		}
+		h.expectState("r1", reservation.Released, reservation.Refunded)
+	})
+	t.Run("failing past the bound: escalated, seats protected", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		st := cancelAfterCapture(t, h, payment.RefundPending)
+		for n := 1; n <= reservation.MaxRefundAttempts; n++ {
+			pending(t, h, st, n)
+			h.pay.settleRefund(fmt.Sprintf("re_%d", n), payment.RefundFailed)
+		}
+		_, err := h.steps.Compensate(ctx, st)
+		wantErr[*ConflictError](t, err)
+		h.expectState("r1", reservation.PaymentPending, reservation.Paid)
+		h.expectSeatOwner("A1", "r1")
+		if r := h.store.get("r1"); r.RefundAttempts != reservation.MaxRefundAttempts || len(h.pay.refundAttempts) != reservation.MaxRefundAttempts {
+			t.Fatalf("%d failed refunds recorded, %d sent", r.RefundAttempts, len(h.pay.refundAttempts))
+		}
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeUnresolved {
+			t.Fatalf("reconcile: %+v", res)
+		}
+		if n := h.mem.Total(MetricSettlementEscalated); n != 2 {
+			t.Fatalf("escalations counted %v, want 2 (compensate, reconcile)", n)
+		}
+	})
 }
 
 // TestResolveCapturesWhatTheExecutionLeft: the sweeper's pass over a reservation whose
@@ -846,16 +1115,17 @@ func TestResolveCapturesWhatTheExecutionLeft(t *testing.T) {
 	}{
 		{name: "authorized, capture never ran", attempts: 3, crash: func(*harness, Input) {}, want: reservation.Authorized},
 		{name: "authorized, single reconcile attempt configured", attempts: 1, crash: func(*harness, Input) {}, want: reservation.Authorized},
-		{name: "capture pending, the provider never got it", attempts: 3, crash: func(h *harness, in Input) {
+		// An unanswered capture is recorded UNKNOWN_NEEDS_RECONCILIATION.
+		{name: "capture unanswered, the provider never got it", attempts: 3, crash: func(h *harness, in Input) {
 			h.pay.fail["capture"] = []error{uncertain}
 			h.steps.Capture(context.Background(), State{Input: in})
-		}, want: reservation.CapturePending},
-		{name: "capture pending, the provider captured but the answer was lost", attempts: 3, crash: func(h *harness, in Input) {
+		}, want: reservation.UnknownNeedsReconciliation},
+		{name: "capture unanswered, the provider captured but the answer was lost", attempts: 3, crash: func(h *harness, in Input) {
 			h.pay.fail["capture"] = []error{uncertain}
 			h.pay.actAndFail["capture"] = true
 			h.steps.Capture(context.Background(), State{Input: in})
 			h.pay.actAndFail["capture"] = false
-		}, want: reservation.CapturePending},
+		}, want: reservation.UnknownNeedsReconciliation},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

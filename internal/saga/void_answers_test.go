@@ -3,6 +3,8 @@ package saga
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,11 +16,21 @@ import (
 // a refused cancel is answered from the retrieved truth, a captured intent is refunded, an
 // unanswered call is unknown, and the seats never go back while money may be held.
 
-// racingPayments lets the provider's state move just before a Cancel arrives, like a late
-// authorization or capture landing between the saga's Retrieve and its void.
+// racingPayments lets the provider's state move just before a Cancel (or Capture) arrives,
+// like a late authorization or capture landing between the saga's Retrieve and its void, or
+// an authorization lapsing between the Retrieve and the capture. Each hook runs once.
 type racingPayments struct {
 	*fakePayments
-	beforeCancel func()
+	beforeCancel, beforeCapture func()
+}
+
+func (p *racingPayments) Capture(ctx context.Context, req payment.CaptureRequest) (payment.Authorization, error) {
+	if p.beforeCapture != nil {
+		move := p.beforeCapture
+		p.beforeCapture = nil
+		move()
+	}
+	return p.fakePayments.Capture(ctx, req)
 }
 
 func (p *racingPayments) Cancel(ctx context.Context, req payment.CancelRequest) (payment.Authorization, error) {
@@ -53,54 +65,76 @@ var (
 	cancelRefused = &payment.Failed{Op: payment.OpCancel, HTTPStatus: 400, Type: "invalid_request_error", Code: "payment_intent_unexpected_state"}
 )
 
+// lapse lets r1's hold run out.
+func lapse(h *harness) { h.advance(h.steps.Hold) }
+
 func TestCompensateActsOnTheVoidAnswer(t *testing.T) {
 	ctx := context.Background()
 	declineState := func(in Input) State { return State{Input: in, Failure: &Failure{Error: ErrPaymentDeclined}} }
 
+	// A decline is durable (Reservation.Unwinding): a void the provider leaves unanswered or
+	// refuses keeps the record FAILED with the seats held until the provider answers, and
+	// money found captured afterwards is refunded, never sold. The captured cases here let
+	// the hold lapse under LateSuccessVoid; the loop below keeps it live under
+	// LateSuccessReacquire.
 	cases := []struct {
 		name    string
 		webhook bool
-		// setup runs after the decline; the first Compensate must fail with wantFirst and
-		// leave the payment in firstPay with the seats held, or (wantFirst nil) succeed.
+		policy  reservation.LateSuccessPolicy
+		// setup runs after the decline; with wantFirst the first Compensate must fail with
+		// PaymentUncertain and leave the payment in firstPay with the seats held.
 		setup     func(h *harness)
 		wantFirst bool
 		firstPay  reservation.PaymentState
 		// After the first attempt the provider answers normally; the retry settles.
 		wantLabel string
-		wantPay   reservation.PaymentState
-		wantPI    string
-		refunds   int
+		// againLabel is what a redelivery reports (wantLabel unless set): a redelivery that
+		// finds RELEASED/FAILED voided nothing itself.
+		againLabel string
+		wantPay    reservation.PaymentState
+		wantPI     string
+		refunds    int
 	}{
-		{name: "decline not yet recorded, void unanswered: UNKNOWN, then CANCELED",
+		// FAILED is never turned into UNKNOWN: the voided intent is released from FAILED,
+		// which names the outcome (declined).
+		{name: "decline not yet recorded, void unanswered: FAILED kept, seats held, then voided and released",
 			setup:     func(h *harness) { h.pay.fail["cancel"] = []error{cancelTimeout} },
-			wantFirst: true, firstPay: reservation.UnknownNeedsReconciliation,
-			wantLabel: "voided", wantPay: reservation.Canceled, wantPI: "canceled"},
-		{name: "decline recorded, void unanswered: FAILED -> UNKNOWN, seats held, then CANCELED", webhook: true,
+			wantFirst: true, firstPay: reservation.Failed,
+			wantLabel: "voided", againLabel: "none", wantPay: reservation.Failed, wantPI: "canceled"},
+		{name: "decline recorded, void unanswered: FAILED kept, seats held, then voided and released", webhook: true,
 			setup:     func(h *harness) { h.pay.fail["cancel"] = []error{cancelTimeout} },
-			wantFirst: true, firstPay: reservation.UnknownNeedsReconciliation,
-			wantLabel: "voided", wantPay: reservation.Canceled, wantPI: "canceled"},
-		{name: "decline recorded, late authorization, void refused: UNKNOWN, seats held until it is voided", webhook: true,
+			wantFirst: true, firstPay: reservation.Failed,
+			wantLabel: "voided", againLabel: "none", wantPay: reservation.Failed, wantPI: "canceled"},
+		// The refused void is recorded (the retry is attempt 2); the recorded decline survives
+		// it, so the retry voids the late authorization instead of selling the live hold.
+		{name: "decline recorded, late authorization, void refused: FAILED kept, seats held until it is voided", webhook: true,
 			setup: func(h *harness) {
 				h.pay.force("r1", "requires_capture")
 				h.pay.fail["cancel"] = []error{cancelRefused}
 			},
-			wantFirst: true, firstPay: reservation.UnknownNeedsReconciliation,
-			wantLabel: "voided", wantPay: reservation.Canceled, wantPI: "canceled"},
-		{name: "decline recorded, intent captured meanwhile: FAILED -> REFUNDED, not voided", webhook: true,
-			setup:     func(h *harness) { h.pay.force("r1", "succeeded") },
+			wantFirst: true, firstPay: reservation.Failed,
+			wantLabel: "voided", againLabel: "none", wantPay: reservation.Failed, wantPI: "canceled"},
+		{name: "decline recorded, captured after the hold lapsed: refunded, not voided", webhook: true,
+			policy:    reservation.LateSuccessVoid,
+			setup:     func(h *harness) { lapse(h); h.pay.force("r1", "succeeded") },
 			wantLabel: "refunded", wantPay: reservation.Refunded, wantPI: "succeeded", refunds: 1},
-		{name: "decline recorded, captured, refund unanswered: UNKNOWN, seats held, then REFUNDED", webhook: true,
+		{name: "decline recorded, captured after the hold lapsed, refund unanswered: UNKNOWN, seats held, then REFUNDED", webhook: true,
+			policy: reservation.LateSuccessVoid,
 			setup: func(h *harness) {
+				lapse(h)
 				h.pay.force("r1", "succeeded")
 				h.pay.fail["refund"] = []error{refundTimeout}
 			},
 			wantFirst: true, firstPay: reservation.UnknownNeedsReconciliation,
 			wantLabel: "refunded", wantPay: reservation.Refunded, wantPI: "succeeded", refunds: 1},
-		{name: "decline not yet recorded, intent captured meanwhile: REFUNDED",
-			setup:     func(h *harness) { h.pay.force("r1", "succeeded") },
+		{name: "decline not yet recorded, captured after the hold lapsed: REFUNDED",
+			policy:    reservation.LateSuccessVoid,
+			setup:     func(h *harness) { lapse(h); h.pay.force("r1", "succeeded") },
 			wantLabel: "refunded", wantPay: reservation.Refunded, wantPI: "succeeded", refunds: 1},
-		{name: "decline not yet recorded, captured, refund unanswered: UNKNOWN, then REFUNDED",
+		{name: "decline not yet recorded, captured after the hold lapsed, refund unanswered: UNKNOWN, then REFUNDED",
+			policy: reservation.LateSuccessVoid,
 			setup: func(h *harness) {
+				lapse(h)
 				h.pay.force("r1", "succeeded")
 				h.pay.fail["refund"] = []error{refundTimeout}
 			},
@@ -109,7 +143,11 @@ func TestCompensateActsOnTheVoidAnswer(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, reservation.LateSuccessReacquire)
+			policy := tc.policy
+			if policy == "" {
+				policy = reservation.LateSuccessReacquire
+			}
+			h := newHarness(t, policy)
 			in := declined(t, h, tc.webhook)
 			tc.setup(h)
 			st := declineState(in)
@@ -134,15 +172,24 @@ func TestCompensateActsOnTheVoidAnswer(t *testing.T) {
 			if h.pay.refunds != tc.refunds || h.pay.captures != 0 {
 				t.Fatalf("refunds %d captures %d, want %d refunds", h.pay.refunds, h.pay.captures, tc.refunds)
 			}
+			for _, c := range h.store.Changes() {
+				if c.InventoryEvent == reservation.Confirm || c.InventoryEvent == reservation.Reacquire {
+					t.Fatalf("a declined reservation was sold: %+v", c)
+				}
+			}
 			if tc.refunds > 0 {
-				if a := h.pay.pis[h.pay.byRes["r1"]]; a.State != payment.StateRefunded {
-					t.Fatalf("money not returned: %s", a.State)
+				if a := h.pay.pis[h.pay.byRes["r1"]]; a.State != payment.StateRefunded || h.pay.cancels != 0 {
+					t.Fatalf("money not returned: %s, cancels %d", a.State, h.pay.cancels)
 				}
 			}
 			// A redelivery finds the work done: nothing is voided or refunded again.
 			cancels, refunds := h.pay.cancels, h.pay.refunds
+			againLabel := tc.againLabel
+			if againLabel == "" {
+				againLabel = tc.wantLabel
+			}
 			again, err := h.steps.Compensate(ctx, st)
-			if err != nil || again.Payment != tc.wantLabel {
+			if err != nil || again.Payment != againLabel || again.SeatsReleased {
 				t.Fatalf("re-run: %+v %v", again, err)
 			}
 			if h.pay.cancels != cancels || h.pay.refunds != refunds {
@@ -152,23 +199,74 @@ func TestCompensateActsOnTheVoidAnswer(t *testing.T) {
 		})
 	}
 
-	t.Run("late authorization refused a void and retrieving the truth fails: uncertain, seats held", func(t *testing.T) {
+	// A decline never recorded (the stored payment is still AUTHORIZING) gave nothing up: money
+	// found captured while the hold is live buys the seats; compensate hands the rest to
+	// reconcile, which routes paid. Nothing is refunded.
+	t.Run("decline not recorded, captured while the hold is live: sold, handed to reconcile", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := declined(t, h, false)
+		h.pay.force("r1", "succeeded")
+		st := declineState(in)
+		_, err := h.steps.Compensate(ctx, st)
+		wantErr[*ConflictError](t, err)
+		h.expectState("r1", reservation.Confirmed, reservation.Paid)
+		h.expectSeatOwner("A1", "r1")
+		if res := reconcile(t, h, &st); res.Outcome != OutcomePaid {
+			t.Fatalf("reconcile: %+v", res)
+		}
+		if h.pay.refunds != 0 || h.pay.cancels != 0 {
+			t.Fatalf("refunds %d cancels %d", h.pay.refunds, h.pay.cancels)
+		}
+	})
+
+	// A recorded decline is durable: money found captured while the hold is live (and the
+	// policy would reacquire) is refunded and the seats released, never confirmed.
+	t.Run("decline recorded FAILED, captured while the hold is live: refunded, not sold", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessReacquire)
+		in := declined(t, h, true)
+		h.pay.force("r1", "succeeded")
+		st := declineState(in)
+		res, err := h.steps.Compensate(ctx, st)
+		if err != nil || res.Payment != "refunded" || !res.SeatsReleased {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		h.expectState("r1", reservation.Released, reservation.Refunded)
+		h.expectSeatOwner("A1", "")
+		if a := h.pay.pis[h.pay.byRes["r1"]]; a.State != payment.StateRefunded || h.pay.refunds != 1 {
+			t.Fatalf("money not returned: %s, refunds %d", a.State, h.pay.refunds)
+		}
+		if h.pay.cancels != 0 || h.pay.captures != 0 {
+			t.Fatalf("cancels %d captures %d", h.pay.cancels, h.pay.captures)
+		}
+		for _, c := range h.store.Changes() {
+			if c.InventoryEvent == reservation.Confirm || c.InventoryEvent == reservation.Reacquire {
+				t.Fatalf("a declined reservation was sold: %+v", c)
+			}
+		}
+	})
+
+	t.Run("void refused and the truth unreadable: uncertain, FAILED kept, seats held", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, false)
 		h.pay.fail["cancel"] = []error{cancelRefused}
-		h.pay.fail["retrieve"] = []error{&payment.Uncertain{Op: payment.OpRetrieve, Reason: "connection"}}
+		// The decision's retrieve answers; the one after the refused cancel does not.
+		h.pay.fail["retrieve"] = []error{nil, &payment.Uncertain{Op: payment.OpRetrieve, Reason: "connection"}}
 		_, err := h.steps.Compensate(ctx, declineState(in))
-		wantErr[*PaymentUncertain](t, err)
-		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+		unsure := wantErr[*PaymentUncertain](t, err)
+		if !strings.Contains(unsure.Detail, "truth unknown") || !slices.Equal(h.pay.cancelAttempts, []int{1}) {
+			t.Fatalf("%v; cancels sent %v", err, h.pay.cancelAttempts)
+		}
+		h.expectState("r1", reservation.PaymentPending, reservation.Failed)
 		h.expectSeatOwner("A1", "r1")
 	})
 }
 
 func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
-	// Whether or not the decline was already recorded FAILED, an unanswered void is recorded
-	// UNKNOWN with the seats held, and the next round voids, records CANCELED and releases.
+	// Whether or not the decline was already recorded FAILED, an unanswered void leaves it
+	// FAILED (never UNKNOWN) with the seats held, and the next round voids and releases the
+	// seats from FAILED.
 	for _, recorded := range []bool{false, true} {
-		t.Run(fmt.Sprintf("declined (recorded FAILED: %v), void unanswered: UNKNOWN and retry; then CANCELED and released", recorded), func(t *testing.T) {
+		t.Run(fmt.Sprintf("declined (recorded FAILED: %v), void unanswered: FAILED kept and retry; then voided and released", recorded), func(t *testing.T) {
 			h := newHarness(t, reservation.LateSuccessReacquire)
 			in := declined(t, h, recorded)
 			h.pay.fail["cancel"] = []error{cancelTimeout}
@@ -176,12 +274,12 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 			if res := reconcile(t, h, &st); res.Outcome != OutcomeRetry {
 				t.Fatalf("%+v", res)
 			}
-			h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+			h.expectState("r1", reservation.PaymentPending, reservation.Failed)
 			h.expectSeatOwner("A1", "r1")
 			if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
 				t.Fatalf("%+v", res)
 			}
-			h.expectState("r1", reservation.Released, reservation.Canceled)
+			h.expectState("r1", reservation.Released, reservation.Failed)
 			h.expectSeatOwner("A1", "")
 			if got := h.pay.status("r1"); got != "canceled" {
 				t.Fatalf("intent %s", got)
@@ -189,7 +287,7 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		})
 	}
 
-	t.Run("declined, captured before the void arrived: refunded, never recorded FAILED", func(t *testing.T) {
+	t.Run("declined, captured before the void arrived: the decline recorded, then the capture, refunded, never voided", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessVoid)
 		rp := &racingPayments{fakePayments: h.pay}
 		h.steps.Payments = rp
@@ -205,29 +303,39 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		if h.pay.refunds != 1 {
 			t.Fatalf("refunds %d", h.pay.refunds)
 		}
-		for _, e := range h.store.events {
-			if e == "PaymentDeclined:declined:notify" || e == "PaymentVoid:declined:notify" {
-				t.Fatalf("recorded %s for a captured payment: %v", e, h.store.events)
+		// The decline is the first record; the refused void's answer (captured) is then
+		// recorded through UNKNOWN and refunded; no void is ever recorded.
+		var events []reservation.PaymentEvent
+		for _, c := range h.store.Changes() {
+			if c.PaymentEvent != "" {
+				events = append(events, c.PaymentEvent)
 			}
+		}
+		want := []reservation.PaymentEvent{reservation.StartAuthorization, reservation.PaymentDeclined, reservation.OutcomeUnknown,
+			reservation.CaptureOK, reservation.RefundPayment}
+		if !slices.Equal(events, want) {
+			t.Fatalf("payment records %v, want %v", events, want)
 		}
 	})
 
-	t.Run("recorded FAILED, late authorization: voided, recorded CANCELED, seats released", func(t *testing.T) {
+	// The decline stands: the late authorization is voided and the record stays FAILED, so
+	// the outcome is the decline's.
+	t.Run("recorded FAILED, late authorization: voided, stays FAILED, seats released", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, true)
 		h.pay.force("r1", "requires_capture")
 		st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
-		// The authorization existed, so the recorded void routes like any voided authorization.
-		if res := reconcile(t, h, &st); res.Outcome != OutcomeVoided {
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.Released, reservation.Canceled)
-		if got := h.pay.status("r1"); got != "canceled" {
-			t.Fatalf("intent %s", got)
+		h.expectState("r1", reservation.Released, reservation.Failed)
+		h.expectSeatOwner("A1", "")
+		if got := h.pay.status("r1"); got != "canceled" || h.pay.captures != 0 {
+			t.Fatalf("intent %s captures %d", got, h.pay.captures)
 		}
 	})
 
-	t.Run("recorded FAILED, late authorization, void refused: UNKNOWN, retry with the seats held", func(t *testing.T) {
+	t.Run("recorded FAILED, late authorization, void refused: FAILED kept, retry with the seats held, then voided", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, true)
 		h.pay.force("r1", "requires_capture")
@@ -236,14 +344,26 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		if res := reconcile(t, h, &st); res.Outcome != OutcomeRetry {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+		h.expectState("r1", reservation.PaymentPending, reservation.Failed)
 		h.expectSeatOwner("A1", "r1")
-		if got := h.pay.status("r1"); got != "requires_capture" {
-			t.Fatalf("intent %s", got)
+		if got := h.pay.status("r1"); got != "requires_capture" || h.store.get("r1").CancelAttempts != 1 {
+			t.Fatalf("intent %s, CancelAttempts %d", got, h.store.get("r1").CancelAttempts)
+		}
+		// The decline survives the refusal: the retry voids with the next attempt, never
+		// confirms the live hold.
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeFailed {
+			t.Fatalf("%+v", res)
+		}
+		h.expectState("r1", reservation.Released, reservation.Failed)
+		h.expectSeatOwner("A1", "")
+		if got := h.pay.status("r1"); got != "canceled" || h.pay.captures != 0 || !slices.Equal(h.pay.cancelAttempts, []int{1, 2}) {
+			t.Fatalf("intent %s captures %d cancel attempts %v", got, h.pay.captures, h.pay.cancelAttempts)
 		}
 	})
 
-	t.Run("recorded FAILED, captured: refunded, recorded REFUNDED and released", func(t *testing.T) {
+	// Captured money of a recorded decline: the decline is durable, so even with the hold
+	// live and a reacquiring policy the money is refunded and the seats released, not sold.
+	t.Run("recorded FAILED, captured while the hold is live: refunded and released, not sold", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
 		in := declined(t, h, true)
 		h.pay.force("r1", "succeeded")
@@ -252,6 +372,23 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 			t.Fatalf("%+v", res)
 		}
 		h.expectState("r1", reservation.Released, reservation.Refunded)
+		h.expectSeatOwner("A1", "")
+		if a := h.pay.pis[h.pay.byRes["r1"]]; h.pay.refunds != 1 || a.State != payment.StateRefunded {
+			t.Fatalf("refunds %d, intent %s", h.pay.refunds, a.State)
+		}
+	})
+
+	t.Run("recorded FAILED, captured after the hold lapsed, void policy: refunded, recorded REFUNDED and released", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessVoid)
+		in := declined(t, h, true)
+		lapse(h)
+		h.pay.force("r1", "succeeded")
+		st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeVoided {
+			t.Fatalf("%+v", res)
+		}
+		h.expectState("r1", reservation.Released, reservation.Refunded)
+		h.expectSeatOwner("A1", "")
 		if h.pay.refunds != 1 {
 			t.Fatalf("refunds %d", h.pay.refunds)
 		}
@@ -260,9 +397,10 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		}
 	})
 
-	t.Run("recorded FAILED, captured, refund unanswered: UNKNOWN, retry with the seats held, then the truth decides", func(t *testing.T) {
-		h := newHarness(t, reservation.LateSuccessReacquire)
+	t.Run("recorded FAILED, captured after the hold lapsed, refund unanswered: UNKNOWN, retry with the seats held, then refunded", func(t *testing.T) {
+		h := newHarness(t, reservation.LateSuccessVoid)
 		in := declined(t, h, true)
+		lapse(h)
 		h.pay.force("r1", "succeeded")
 		h.pay.fail["refund"] = []error{refundTimeout}
 		st := State{Input: in, Failure: &Failure{Error: ErrPaymentUncertain}}
@@ -271,14 +409,13 @@ func TestReconcileActsOnTheVoidAnswer(t *testing.T) {
 		}
 		h.expectState("r1", reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
 		h.expectSeatOwner("A1", "r1")
-		// UNKNOWN no longer remembers the decline: like any unknown payment, the provider's
-		// truth (captured, hold still live) decides, and the captured money buys the seats.
-		if res := reconcile(t, h, &st); res.Outcome != OutcomePaid {
+		if res := reconcile(t, h, &st); res.Outcome != OutcomeVoided {
 			t.Fatalf("%+v", res)
 		}
-		h.expectState("r1", reservation.Confirmed, reservation.Paid)
-		if h.pay.refunds != 0 {
-			t.Fatalf("refunds %d", h.pay.refunds)
+		h.expectState("r1", reservation.Released, reservation.Refunded)
+		// The retry repeats the unanswered attempt under its key.
+		if h.pay.refunds != 1 || !slices.Equal(h.pay.refundAttempts, []int{1, 1}) {
+			t.Fatalf("refunds %d attempts %v", h.pay.refunds, h.pay.refundAttempts)
 		}
 	})
 
