@@ -57,11 +57,7 @@ func countOutbox(e *Env, id string, ty outbox.Type) int {
 func TestAttackCustomerCancelWhileHeldBeforeAuthorizeCreatesNoPayment(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 1)
-	open, waiting, err := e.Stack.Lambdas.Gate("authorize")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open()
+	open, waiting := e.Gate("authorize")
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodVisa, seats[0])
 	arn := e.Reserve(in)
 	e.WaitFor("authorize to be invoked", e.Clock.Now(), func() bool { return waiting() == 1 })
@@ -292,11 +288,7 @@ func TestAttackCustomerCancelStuckCompensationRacesTheSweeper(t *testing.T) {
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 	e.WaitingForPayment(in.ReservationID)
-	open, waiting, err := e.Stack.Lambdas.Gate("compensate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open()
+	open, waiting := e.Gate("compensate")
 	attackCancel(t, e, in.CustomerID, in.ReservationID)
 	e.WaitFor("the compensation to be invoked", e.Clock.Now(), func() bool { return waiting() == 1 })
 	e.Clock.Advance(Hold + 2*time.Hour)

@@ -5,53 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/seatsaga/seatsaga/internal/localstack"
 	"github.com/seatsaga/seatsaga/internal/paymentsim"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
-	"github.com/seatsaga/seatsaga/internal/tables"
 )
-
-// attackStrandCaptured sells one seat, then rewrites the stored reservation as if its seats
-// had been given back while the money stayed captured (RELEASED/PAID, on the reconciliation
-// index), keeping version and revision so every fenced writer still acts on it. It is the
-// same starting point as the team's refund tests; the settlement must refund the money.
-func attackStrandCaptured(t *testing.T, e *Env, method string) (saga.Input, string) {
-	t.Helper()
-	seats := e.Seed("ev1", 1)
-	in := Input("alice", "k1", "ev1", method, seats[0])
-	if x := e.Finish(e.Reserve(in)); x.Status != "SUCCEEDED" {
-		t.Fatalf("%s %s %v", x.Status, x.Error, x.Path)
-	}
-	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
-	if _, err := e.Stack.DynamoDB.UpdateItem(e.Ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(e.Stack.Names.Of(tables.ReservationsTable)),
-		Key:                      map[string]ddbtypes.AttributeValue{tables.AttrReservationID: s(in.ReservationID)},
-		UpdateExpression:         aws.String("SET inventoryState = :rel, #sh = :sh, #since = :since"),
-		ExpressionAttributeNames: map[string]string{"#sh": tables.AttrReconShard, "#since": tables.AttrReconSince},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":rel": s(string(reservation.Released)), ":sh": s("0"),
-			":since": s(e.Clock.Now().UTC().Format("2006-01-02T15:04:05.000000000Z"))},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Stack.DynamoDB.UpdateItem(e.Ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(e.Stack.Names.Of(tables.SeatsTable)),
-		Key:                       map[string]ddbtypes.AttributeValue{tables.AttrSeatKey: s(reservation.SeatKey("ev1", seats[0]))},
-		UpdateExpression:          aws.String("SET #st = :avail REMOVE #rid"),
-		ExpressionAttributeNames:  map[string]string{"#st": "state", "#rid": tables.AttrReservationID},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":avail": s(string(reservation.Available))},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Paid)
-	e.Clock.Advance(e.Stack.AppConfig.SweepGrace + time.Minute)
-	return in, seats[0]
-}
 
 // refundIDWrite reports a write that records a refund's id: a transaction putting a
 // reservation item that carries refundId.
@@ -128,7 +89,7 @@ func TestAttackCustomerRefundIDWriteFailsThenThePendingRefundIsStillVerified(t *
 			}
 			return nil
 		}})
-	in, _ := attackStrandCaptured(t, e, paymentsim.PaymentMethodVisa)
+	in, _ := strandCapturedMoney(t, e, paymentsim.PaymentMethodVisa)
 	armed.Store(true)
 	e.Sweep()
 	if refused.Load() == 0 {
@@ -144,7 +105,7 @@ func TestAttackCustomerRefundIDWriteFailsThenThePendingRefundIsStillVerified(t *
 func TestAttackCustomerRefundResponseLostThenThePendingRefundIsStillVerified(t *testing.T) {
 	const delay = 10 * time.Minute
 	e := New(t, Options{LateSuccessPolicy: "void", Payments: localstack.PaymentsConfig{RefundDelay: delay}})
-	in, _ := attackStrandCaptured(t, e, paymentsim.PaymentMethodVisa)
+	in, _ := strandCapturedMoney(t, e, paymentsim.PaymentMethodVisa)
 	e.Stack.Payments.LoseResponseNext(paymentsim.EndpointCreateRefund, 3)
 	res1 := e.Sweep()
 	e.Stack.Payments.ClearFaults()

@@ -135,6 +135,18 @@ func New(t testing.TB, o Options) *Env {
 	return &Env{T: t, Ctx: ctx, Stack: st, Clock: clk, Store: store}
 }
 
+// Gate holds every invocation of the named function before its handler until open is called
+// (when the test ends at the latest); waiting tells how many are held.
+func (e *Env) Gate(fn string) (open func(), waiting func() int) {
+	e.T.Helper()
+	open, waiting, err := e.Stack.Lambdas.Gate(fn)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(open)
+	return open, waiting
+}
+
 // Seed creates an event with n seats, each priced SeatPrice SeatCurrency, and returns their ids.
 func (e *Env) Seed(eventID string, n int) []string {
 	e.T.Helper()

@@ -25,11 +25,7 @@ func TestKAuthorizeCrashThenCustomerAuthorizes(t *testing.T) {
 	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
 		t.Fatal(err)
 	}
-	open, waiting, err := e.Stack.Lambdas.Gate("reconcile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open()
+	open, waiting := e.Gate("reconcile")
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 

@@ -68,11 +68,7 @@ func expectCancelNeverCharged(t *testing.T, e *Env, id, eventID, seat string) {
 func TestCancelAfterTheWebhookClosedTheWaitIsNeverCharged(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
-	open, waiting, err := e.Stack.Lambdas.Gate("confirm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open()
+	open, waiting := e.Gate("confirm")
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 	r := e.WaitingForPayment(in.ReservationID)
@@ -103,11 +99,7 @@ func TestCancelDuringReconciliationThenTheBuyerAuthenticatesIsNeverCharged(t *te
 	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
 		t.Fatal(err)
 	}
-	open, waiting, err := e.Stack.Lambdas.Gate("reconcile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open()
+	open, waiting := e.Gate("reconcile")
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 	still := e.Clock.Now()
@@ -142,11 +134,7 @@ func TestCancelWithADeadTokenStopsTheNextAuthorizeAttempt(t *testing.T) {
 	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
 		t.Fatal(err)
 	}
-	openReconcile, reconcileWaiting, err := e.Stack.Lambdas.Gate("reconcile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer openReconcile()
+	openReconcile, reconcileWaiting := e.Gate("reconcile")
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 	still := e.Clock.Now()
@@ -155,11 +143,7 @@ func TestCancelWithADeadTokenStopsTheNextAuthorizeAttempt(t *testing.T) {
 
 	// Reconciliation sends the execution back to waiting with the hold's time left; hold the
 	// new authorize attempt before it records its token.
-	openAuthorize, authorizeWaiting, err := e.Stack.Lambdas.Gate("authorize")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer openAuthorize()
+	openAuthorize, authorizeWaiting := e.Gate("authorize")
 	openReconcile()
 	e.WaitFor("the next authorize attempt", still, func() bool { return authorizeWaiting() == 1 })
 	if got := e.Reservation(in.ReservationID).TaskToken; got != dead {
@@ -245,11 +229,7 @@ func TestAFailedReleaseAfterACaptureFailureIsSweptUntilSettled(t *testing.T) {
 		return nil
 	}})
 	seats := e.Seed("ev1", 2)
-	open, waiting, err := e.Stack.Lambdas.Gate("capture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open()
+	open, waiting := e.Gate("capture")
 	in := Input("alice", "k1", "ev1", paymentsim.PaymentMethodVisa, seats[0])
 	arn := e.Reserve(in)
 	e.WaitFor("the capture to be invoked", e.Clock.Now(), func() bool { return waiting() == 1 })

@@ -70,21 +70,6 @@ func shardOf(id string) string {
 	return strconv.Itoa(int(h.Sum32() % tables.WriteShards))
 }
 
-// reconcileSince is the sort key of next on the reconciliation index (zero when it is not on
-// it): when the payment became UNKNOWN_NEEDS_RECONCILIATION (the domain's ReconcileSince), else
-// when the reservation joined the index, kept while it stays on it (e.g. AUTHORIZED ->
-// CAPTURE_PENDING), else now. prev is the reservation as stored before the change.
-func reconcileSince(prev, next reservation.Reservation, now time.Time) time.Time {
-	switch {
-	case !next.Unsettled():
-		return time.Time{}
-	case next.Payment == reservation.UnknownNeedsReconciliation && !next.ReconcileSince.IsZero():
-		return next.ReconcileSince.UTC()
-	case prev.Unsettled() && !prev.ReconcileSince.IsZero():
-		return prev.ReconcileSince.UTC()
-	}
-	return now.UTC()
-}
 
 // reservationItem renders r. The sparse index keys exist only while they mean something:
 // holdShard while the hold keeps seats (HELD or PAYMENT_PENDING), reconShard and reconSince while

@@ -246,7 +246,7 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 		}
 		next := w.next
 		// The reconciliation index entry changes in this same write, never in another one.
-		next.ReconcileSince = reconcileSince(cur, next, now)
+		next.ReconcileSince = reservation.UnsettledSince(cur, next, now)
 		w.next = next
 		items, seatIDs, err := st.changeItems(ctx, ch.op, w, cur, rev, now)
 		if err != nil {

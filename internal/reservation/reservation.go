@@ -99,6 +99,23 @@ func (r Reservation) Unsettled() bool {
 	return false
 }
 
+// UnsettledSince is when next, the reservation after a change from prev, joined the set the
+// sweeper must find (Unsettled), zero when it is not in it: when the payment became
+// UNKNOWN_NEEDS_RECONCILIATION, else when the reservation joined, kept while it stays (e.g.
+// AUTHORIZED -> CAPTURE_PENDING), else now. Every store keeps it so that the oldest unsettled
+// reservation, which operators alarm on, is the same whichever store holds it.
+func UnsettledSince(prev, next Reservation, now time.Time) time.Time {
+	switch {
+	case !next.Unsettled():
+		return time.Time{}
+	case next.Payment == UnknownNeedsReconciliation && !next.ReconcileSince.IsZero():
+		return next.ReconcileSince.UTC()
+	case prev.Unsettled() && !prev.ReconcileSince.IsZero():
+		return prev.ReconcileSince.UTC()
+	}
+	return now.UTC()
+}
+
 // Cancel records the customer's cancel: from then on nothing may confirm, reacquire or capture
 // the reservation, and settlement voids or refunds it. It is refused once the seats are
 // CONFIRMED (a sold seat is not cancellable here). Cancelling again changes nothing: the

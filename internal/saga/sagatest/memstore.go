@@ -170,7 +170,7 @@ func (m *MemStore) limits() reservation.Limits {
 // commit stores next and the seats, and records the change with its outbox record of type t
 // ("" for none).
 func (m *MemStore) commit(c Change, cur, next reservation.Reservation, t outbox.Type, seats []reservation.Seat, now time.Time) (reservation.Reservation, error) {
-	next.ReconcileSince = reconcileSince(cur, next, now)
+	next.ReconcileSince = reservation.UnsettledSince(cur, next, now)
 	if t != "" {
 		env, err := outbox.ForReservation(t, next, c.Reason, c.NotifyCustomer)
 		if err != nil {
@@ -406,17 +406,3 @@ func (m *MemStore) Cancel(_ context.Context, id string, g reservation.Guard) (re
 	return m.commit(Change{Op: OpCancel}, cur, next, outbox.ReservationCancelRequested, nil, now)
 }
 
-// reconcileSince is what the DynamoDB store returns as ReconcileSince (internal/inventory's
-// reconcileSince): for a reservation the sweeper must find (Unsettled), when the payment
-// became unknown, else when it joined the reconciliation index; zero otherwise.
-func reconcileSince(prev, next reservation.Reservation, now time.Time) time.Time {
-	switch {
-	case !next.Unsettled():
-		return time.Time{}
-	case next.Payment == reservation.UnknownNeedsReconciliation && !next.ReconcileSince.IsZero():
-		return next.ReconcileSince.UTC()
-	case prev.Unsettled() && !prev.ReconcileSince.IsZero():
-		return prev.ReconcileSince.UTC()
-	}
-	return now.UTC()
-}
