@@ -1,8 +1,7 @@
 // Package storecontract is the behaviour every implementation of the saga's Store port must
 // have, as one suite: internal/saga/sagatest runs it against MemStore (the store the saga's
 // tests use) and internal/inventory against the DynamoDB store on DynamoDB Local, so the saga's
-// tests and the product rest on the same rules. It does not import internal/saga, so it builds
-// whatever state the saga's own code is in.
+// tests and the product rest on the same rules.
 package storecontract
 
 import (
@@ -15,19 +14,11 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
 )
 
-// Store has the method set of the saga's Store port (internal/saga/ports.go).
-type Store interface {
-	Claim(ctx context.Context, req reservation.ClaimRequest) (reservation.Reservation, error)
-	Get(ctx context.Context, reservationID string) (reservation.Reservation, error)
-	StartPayment(ctx context.Context, reservationID string, g reservation.Guard) (reservation.Reservation, error)
-	Confirm(ctx context.Context, reservationID string, g reservation.Guard) (reservation.Reservation, error)
-	Release(ctx context.Context, req reservation.ReleaseRequest) (reservation.Reservation, error)
-	Reacquire(ctx context.Context, reservationID string, g reservation.Guard) (reservation.Reservation, error)
-	UpdatePayment(ctx context.Context, u reservation.PaymentUpdate) (reservation.Reservation, error)
-	Cancel(ctx context.Context, reservationID string, g reservation.Guard) (reservation.Reservation, error)
-}
+// Store is the saga's Store port.
+type Store = saga.Store
 
 // Harness is one empty store and what the suite needs to look behind its port.
 type Harness struct {
