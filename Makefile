@@ -67,7 +67,7 @@ vet:
 clean:
 	rm -rf cdk.out bin reports $(TOOLS)/node_modules $(TOOLS)/bin
 
-# cdk synth with the pinned CLI and no AWS credentials: the app (go run ./infra, see cdk.json)
+# cdk synth with the pinned CLI and no AWS credentials: the app (go run ./infra/cdk, see cdk.json)
 # builds every lambdas/<name> bootstrap into bin/lambda, synthesizes, and fails on any
 # unsuppressed cdk-nag AwsSolutions error.
 .PHONY: synth-check

@@ -8,10 +8,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/seatsaga/seatsaga/internal/claimrace"
-	"github.com/seatsaga/seatsaga/internal/ddblocal"
 	"github.com/seatsaga/seatsaga/internal/inventory"
+	"github.com/seatsaga/seatsaga/internal/sale/claimrace"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal"
 )
 
 // runClaimRace is the foundation's stage demo: buyers race straight through the inventory's
@@ -27,17 +27,17 @@ func runClaimRace(ctx context.Context, args []string) error {
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	srv, err := ddblocal.Start(startCtx)
+	srv, err := dynamodblocal.Start(startCtx)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	client, err := ddblocal.NewClient(ctx, srv.Endpoint())
+	client, err := dynamodblocal.NewClient(ctx, srv.Endpoint())
 	if err != nil {
 		return err
 	}
 	names := tables.Names{Prefix: fmt.Sprintf("race%d-", time.Now().UnixNano())}
-	if err := ddblocal.CreateTables(startCtx, client, names); err != nil {
+	if err := dynamodblocal.CreateTables(startCtx, client, names); err != nil {
 		return err
 	}
 	store, err := inventory.New(inventory.Config{Client: client, Names: names, Now: time.Now})

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/seatsaga/seatsaga/internal/ddblocal"
-	"github.com/seatsaga/seatsaga/internal/localstack"
-	"github.com/seatsaga/seatsaga/internal/paymentsim"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal"
+	"github.com/seatsaga/seatsaga/internal/twin/stack"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
 func runInspect(ctx context.Context, args []string) error {
@@ -35,12 +35,12 @@ func runInspect(ctx context.Context, args []string) error {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return fmt.Errorf("read %s: %w", *statePath, err)
 	}
-	ddb, err := ddblocal.NewClient(ctx, s.Endpoints.DynamoDB)
+	ddb, err := dynamodblocal.NewClient(ctx, s.Endpoints.DynamoDB)
 	if err != nil {
 		return err
 	}
-	in := &localstack.Inspector{
-		SFN: sfn.New(sfn.Options{Region: localstack.Region, BaseEndpoint: aws.String(s.Endpoints.StepFunctions),
+	in := &stack.Inspector{
+		SFN: sfn.New(sfn.Options{Region: stack.Region, BaseEndpoint: aws.String(s.Endpoints.StepFunctions),
 			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 				return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local"}, nil
 			})}),
@@ -49,17 +49,17 @@ func runInspect(ctx context.Context, args []string) error {
 		StateMachineARN: s.StateMachineARN,
 	}
 	if s.Admin != "" {
-		in.Ledger = func(ctx context.Context) (paymentsim.Ledger, error) {
+		in.Ledger = func(ctx context.Context) (stripesim.Ledger, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Admin+"/ledger", nil)
 			if err != nil {
-				return paymentsim.Ledger{}, err
+				return stripesim.Ledger{}, err
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
-				return paymentsim.Ledger{}, err
+				return stripesim.Ledger{}, err
 			}
 			defer resp.Body.Close()
-			var l paymentsim.Ledger
+			var l stripesim.Ledger
 			return l, json.NewDecoder(resp.Body).Decode(&l)
 		}
 	}

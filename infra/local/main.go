@@ -1,4 +1,4 @@
-// Command local runs seatsaga on this machine with no AWS account (internal/localstack):
+// Command local runs seatsaga on this machine with no AWS account (internal/twin/stack):
 //
 //	go run ./infra/local up                      run the stack until interrupted
 //	go run ./infra/local demo                    a one-minute flash sale, checked and reported

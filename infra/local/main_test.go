@@ -5,17 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatsaga/seatsaga/internal/loadgen"
+	"github.com/seatsaga/seatsaga/internal/sale/load"
 )
 
 func TestParseMix(t *testing.T) {
 	cases := []struct {
 		name, in string
-		want     loadgen.Mix
+		want     load.Mix
 		err      string
 	}{
-		{"demo default", defaultsFor("demo").mix, loadgen.Mix{"pays": 55, "declines": 10, "3ds-late": 15, "3ds-never": 10, "late-auth": 10}, ""},
-		{"spaces", " pays=1 , declines=0.5 ", loadgen.Mix{"pays": 1, "declines": 0.5}, ""},
+		{"demo default", defaultsFor("demo").mix, load.Mix{"pays": 55, "declines": 10, "3ds-late": 15, "3ds-never": 10, "late-auth": 10}, ""},
+		{"spaces", " pays=1 , declines=0.5 ", load.Mix{"pays": 1, "declines": 0.5}, ""},
 		{"unknown", "pays=1,teleports=2", nil, "unknown behaviour"},
 		{"no weight", "pays", nil, "not name=weight"},
 		{"negative", "pays=-1", nil, "bad weight"},

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seatsaga/seatsaga/internal/localstack"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/twin/stack"
 )
 
 // pricingFlags price the seats a command seeds: tier prices by row, front row first.
@@ -24,13 +24,13 @@ func (p *pricingFlags) register(fs *flag.FlagSet) {
 }
 
 // pricing checks the flags and returns the pricing they describe.
-func (p pricingFlags) pricing() (localstack.Pricing, error) {
+func (p pricingFlags) pricing() (stack.Pricing, error) {
 	cur, ok := reservation.NormalizeCurrency(p.currency)
 	if !ok {
-		return localstack.Pricing{}, fmt.Errorf("-currency: %q is not a three-letter ISO 4217 code", p.currency)
+		return stack.Pricing{}, fmt.Errorf("-currency: %q is not a three-letter ISO 4217 code", p.currency)
 	}
 	if p.row <= 0 {
-		return localstack.Pricing{}, fmt.Errorf("-row must be positive, got %d", p.row)
+		return stack.Pricing{}, fmt.Errorf("-row must be positive, got %d", p.row)
 	}
 	var tiers []int64
 	for _, part := range strings.Split(p.prices, ",") {
@@ -40,20 +40,20 @@ func (p pricingFlags) pricing() (localstack.Pricing, error) {
 		}
 		v, err := strconv.ParseInt(part, 10, 64)
 		if err != nil || v <= 0 {
-			return localstack.Pricing{}, fmt.Errorf("-price: %q is not a positive number of minor units", part)
+			return stack.Pricing{}, fmt.Errorf("-price: %q is not a positive number of minor units", part)
 		}
 		tiers = append(tiers, v)
 	}
 	if len(tiers) == 0 {
-		return localstack.Pricing{}, fmt.Errorf("-price is empty")
+		return stack.Pricing{}, fmt.Errorf("-price is empty")
 	}
-	return localstack.Pricing{Currency: cur, Tiers: tiers, RowSize: p.row}, nil
+	return stack.Pricing{Currency: cur, Tiers: tiers, RowSize: p.row}, nil
 }
 
 // describePricing says what n seats cost, for people: "50.00 EUR" or
 // "rows of 20: 75.00 / 50.00 / 25.00 EUR". Amounts are shown with two decimals, which is what
 // most currencies use; the API speaks minor units.
-func describePricing(p localstack.Pricing, n int) string {
+func describePricing(p stack.Pricing, n int) string {
 	var prices []string
 	for i := 0; i < n; i += max(p.RowSize, 1) {
 		s := major(p.PriceOf(i))

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
-	"github.com/seatsaga/seatsaga/internal/invariants"
-	"github.com/seatsaga/seatsaga/internal/loadgen"
-	"github.com/seatsaga/seatsaga/internal/localstack"
-	"github.com/seatsaga/seatsaga/internal/report"
+	"github.com/seatsaga/seatsaga/internal/sale/invariants"
+	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/sale/report"
+	"github.com/seatsaga/seatsaga/internal/twin/stack"
 )
 
 // saleFlags are demo's and load's flags; the two differ only in defaults.
@@ -43,7 +43,7 @@ type saleFlags struct {
 	faultCap                             int
 	prices                               pricingFlags
 	// pricing is what prices parsed to.
-	pricing localstack.Pricing
+	pricing stack.Pricing
 }
 
 func defaultsFor(mode string) saleFlags {
@@ -117,8 +117,8 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	return f, nil
 }
 
-func parseMix(s string) (loadgen.Mix, error) {
-	mix := loadgen.Mix{}
+func parseMix(s string) (load.Mix, error) {
+	mix := load.Mix{}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -132,10 +132,10 @@ func parseMix(s string) (loadgen.Mix, error) {
 		if err != nil || weight < 0 {
 			return nil, fmt.Errorf("-mix: bad weight in %q", part)
 		}
-		if _, known := loadgen.PaymentMethods[loadgen.Behaviour(name)]; !known {
+		if _, known := load.PaymentMethods[load.Behaviour(name)]; !known {
 			return nil, fmt.Errorf("-mix: unknown behaviour %q (pays, declines, 3ds-late, 3ds-never, late-auth)", name)
 		}
-		mix[loadgen.Behaviour(name)] = weight
+		mix[load.Behaviour(name)] = weight
 	}
 	if len(mix) == 0 {
 		return nil, fmt.Errorf("-mix is empty")
@@ -145,8 +145,8 @@ func parseMix(s string) (loadgen.Mix, error) {
 
 // stackConfig compresses every duration the sale depends on by the clock's scale: the hold, 3-D
 // Secure and late authorization delays, the sweeper's grace and interval.
-func stackConfig(f saleFlags, logger *slog.Logger) localstack.Config {
-	return localstack.Config{
+func stackConfig(f saleFlags, logger *slog.Logger) stack.Config {
+	return stack.Config{
 		Clock:             clock.NewScaled(clock.Real{}, f.scale),
 		Hold:              f.hold,
 		LateSuccessPolicy: f.policy,
@@ -156,7 +156,7 @@ func stackConfig(f saleFlags, logger *slog.Logger) localstack.Config {
 		// A lost provider response costs one client timeout of wall time.
 		PaymentsTimeout:  3 * time.Second,
 		WebhookTolerance: time.Duration(f.scale) * 5 * time.Minute,
-		Payments: localstack.PaymentsConfig{
+		Payments: stack.PaymentsConfig{
 			ThreeDSDelay:           2 * time.Minute,
 			LateAuthorizationDelay: f.hold + f.hold/5,
 			WebhookDuplicateRate:   f.dupRate,
@@ -169,9 +169,9 @@ func stackConfig(f saleFlags, logger *slog.Logger) localstack.Config {
 	}
 }
 
-func faultPlan(f saleFlags) localstack.FaultPlan {
+func faultPlan(f saleFlags) stack.FaultPlan {
 	if !f.faults {
-		return localstack.FaultPlan{}
+		return stack.FaultPlan{}
 	}
 	n := func(rate float64) int {
 		if rate <= 0 {
@@ -187,7 +187,7 @@ func faultPlan(f saleFlags) localstack.FaultPlan {
 		}
 		return n
 	}
-	return localstack.FaultPlan{
+	return stack.FaultPlan{
 		ProviderFailBefore:   n(f.providerFailRate),
 		ProviderLoseResponse: n(f.providerLoseRate),
 		LambdaFailBefore:     n(f.lambdaFailRate),
@@ -216,7 +216,7 @@ func runSale(ctx context.Context, mode string, args []string) error {
 	out := os.Stdout
 	fmt.Fprintf(os.Stderr, "starting the local stack (DynamoDB Local, Step Functions engine, Lambda host, payment simulator)…\n")
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	st, err := localstack.Start(startCtx, stackConfig(f, logger))
+	st, err := stack.Start(startCtx, stackConfig(f, logger))
 	cancel()
 	if err != nil {
 		return err
@@ -231,7 +231,7 @@ func runSale(ctx context.Context, mode string, args []string) error {
 		mode, f.buyers, f.seats, f.perBuyer, describePricing(f.pricing, f.seats), f.scale, f.hold, time.Duration(float64(f.hold)/f.scale).Round(time.Second), plan)
 
 	bar := newProgress(os.Stderr, f.buyers)
-	res, err := st.RunSale(ctx, localstack.SaleOptions{
+	res, err := st.RunSale(ctx, stack.SaleOptions{
 		EventID: mode + "-sale", Seats: f.seats, Buyers: f.buyers, SeatsPerBuyer: f.perBuyer, Mix: mix,
 		Seed: f.seed, Faults: plan, Concurrency: f.concurrency, PollInterval: f.poll,
 		BuyerTimeout: f.buyerTimeout, SettleTimeout: f.settle, SampleInterval: f.sample, ClockScale: f.scale,
@@ -329,7 +329,7 @@ func (p *progress) done() {
 	fmt.Fprintf(p.w, "\r  done in %.1fs%s\n", time.Since(p.start).Seconds(), strings.Repeat(" ", 70))
 }
 
-func printSummary(w io.Writer, mode string, f saleFlags, res *localstack.SaleResult, fig localstack.Figures) {
+func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, fig stack.Figures) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(label, format string, args ...any) {
 		fmt.Fprintf(tw, "%s\t%s\n", label, fmt.Sprintf(format, args...))
@@ -418,7 +418,7 @@ func countsLine64(m map[string]int64) string {
 }
 
 // inspectSamples prints the inspection of one reservation per terminal state.
-func inspectSamples(ctx context.Context, w io.Writer, st *localstack.Stack, res *localstack.SaleResult, n int) {
+func inspectSamples(ctx context.Context, w io.Writer, st *stack.Stack, res *stack.SaleResult, n int) {
 	seen := map[string]bool{}
 	in := st.Inspector()
 	for _, t := range res.Traces {
@@ -441,7 +441,7 @@ func inspectSamples(ctx context.Context, w io.Writer, st *localstack.Stack, res 
 	}
 }
 
-func buildReport(mode, command string, f saleFlags, res *localstack.SaleResult, fig localstack.Figures, g *report.Graph) report.Report {
+func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig stack.Figures, g *report.Graph) report.Report {
 	var paths [][]string
 	for _, t := range res.Traces {
 		p := append([]string(nil), t.States...)
@@ -516,7 +516,7 @@ func toBars(m map[string]int) []report.Count {
 	return out
 }
 
-func writeJSON(path, command string, f saleFlags, fig localstack.Figures, v invariants.Verdict) error {
+func writeJSON(path, command string, f saleFlags, fig stack.Figures, v invariants.Verdict) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
-	"github.com/seatsaga/seatsaga/internal/localstack"
+	"github.com/seatsaga/seatsaga/internal/twin/stack"
 )
 
 // stackFile is what `up` writes so that `inspect` (another process) finds the running stack.
 type stackFile struct {
-	Endpoints       localstack.Endpoints `json:"endpoints"`
-	TablePrefix     string               `json:"tablePrefix"`
-	StateMachineARN string               `json:"stateMachineArn"`
+	Endpoints       stack.Endpoints `json:"endpoints"`
+	TablePrefix     string          `json:"tablePrefix"`
+	StateMachineARN string          `json:"stateMachineArn"`
 	// Admin serves the payment simulator's ledger (GET /ledger), which has no Stripe API.
 	Admin string `json:"admin"`
 }
@@ -50,13 +50,13 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeLog()
-	cfg := localstack.Config{Hold: *hold, Logger: logger, Pricing: pricing}
+	cfg := stack.Config{Hold: *hold, Logger: logger, Pricing: pricing}
 	if *scale != 1 {
 		cfg.Clock = clock.NewScaled(clock.Real{}, *scale)
 		cfg.WebhookTolerance = time.Duration(*scale) * 5 * time.Minute
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	st, err := localstack.Start(startCtx, cfg)
+	st, err := stack.Start(startCtx, cfg)
 	cancel()
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ cancel while paying (e.g. with "paymentMethod":"pm_sim_threeDSecureAbandoned"):
 	return nil
 }
 
-func serveAdmin(st *localstack.Stack) (string, func(), error) {
+func serveAdmin(st *stack.Stack) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err

@@ -9,10 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/seatsaga/seatsaga/internal/ddblocal/ddbtest"
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
 )
 
 // TestDynamoCatalog reads seats the inventory wrote, on DynamoDB Local: the catalog must agree

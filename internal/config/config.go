@@ -4,6 +4,8 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -111,4 +113,19 @@ func seconds(v string, fallback time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("want a positive number of seconds, got %q", v)
 	}
 	return time.Duration(n) * time.Second, nil
+}
+
+// LoopbackEndpoint reports whether an endpoint points at this machine (loopback or localhost):
+// a local stand-in (DynamoDB Local, the local Step Functions engine) rather than AWS.
+func LoopbackEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/seatsaga/seatsaga/internal/consumer"
-	"github.com/seatsaga/seatsaga/internal/ddblocal/ddbtest"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }

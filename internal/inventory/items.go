@@ -70,7 +70,6 @@ func shardOf(id string) string {
 	return strconv.Itoa(int(h.Sum32() % tables.WriteShards))
 }
 
-
 // reservationItem renders r. The sparse index keys exist only while they mean something:
 // holdShard while the hold keeps seats (HELD or PAYMENT_PENDING), reconShard and reconSince while
 // seats and money disagree (reservation.Unsettled; reconSince is r.ReconcileSince, or

@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
-	"github.com/seatsaga/seatsaga/internal/ddblocal/ddbtest"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/relay"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }

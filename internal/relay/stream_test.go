@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/seatsaga/seatsaga/internal/ddblocal/ddbtest"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
 )
 
 func putOutbox(t *testing.T, env *ddbtest.Env, envs ...outbox.Envelope) {

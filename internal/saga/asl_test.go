@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatsaga/seatsaga/internal/asl"
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/twin/asl"
 )
 
-// These tests run statemachine/reservation.asl.json on the local engine (internal/asl) with
+// These tests run statemachine/reservation.asl.json on the local engine (internal/twin/asl) with
 // the real step handlers over the in-memory fakes and a fake clock: every path the ASL can
 // take, its state names and its transition count.
 

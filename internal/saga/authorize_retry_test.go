@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatsaga/seatsaga/internal/asl"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/twin/asl"
 )
 
 // A retried attempt of the authorize state that finds the payment already authorized (the

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatsaga/seatsaga/internal/asl"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/twin/asl"
 )
 
 // These tests pin down why executions of the one-minute demo ended in "Needs reconciliation"

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatsaga/seatsaga/internal/asl"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/twin/asl"
 )
 
 type harness struct {

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/seatsaga/seatsaga/internal/app"
 	"github.com/seatsaga/seatsaga/internal/config"
-	"github.com/seatsaga/seatsaga/internal/ddblocal/ddbtest"
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/payment"
@@ -22,7 +22,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
 	"github.com/seatsaga/seatsaga/internal/tables"
-	"github.com/seatsaga/seatsaga/internal/wiring"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
 )
 
 // authorizedProvider is a payment provider whose every PaymentIntent is authorized and
@@ -109,7 +109,7 @@ func newDDBRig(t *testing.T) *ddbRig {
 func (r *ddbRig) sweeper(t *testing.T, now func() time.Time, provider saga.Payments) *sweeper.Sweeper {
 	t.Helper()
 	cfg := config.Config{Tables: r.env.Names, Hold: 10 * time.Minute, MaxSeats: 10, LateSuccessPolicy: "reacquire"}
-	steps, err := wiring.NewSteps(cfg, wiring.SagaDeps{DynamoDB: r.env.Client, Payments: provider, Now: now,
+	steps, err := app.NewSteps(cfg, app.SagaDeps{DynamoDB: r.env.Client, Payments: provider, Now: now,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -7,13 +7,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/seatsaga/seatsaga/internal/wiring"
+	"github.com/seatsaga/seatsaga/internal/app"
 )
 
 func main() {
-	h, err := wiring.LambdaAPI(context.Background())
+	h, err := app.LambdaAPI(context.Background())
 	if err != nil {
-		wiring.ExitColdStart("api", err)
+		app.ExitColdStart("api", err)
 	}
 	lambda.Start(h.Handle)
 }

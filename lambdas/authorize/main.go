@@ -7,13 +7,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/seatsaga/seatsaga/internal/wiring"
+	"github.com/seatsaga/seatsaga/internal/app"
 )
 
 func main() {
-	steps, err := wiring.LambdaSteps(context.Background())
+	steps, err := app.LambdaSteps(context.Background())
 	if err != nil {
-		wiring.ExitColdStart("authorize", err)
+		app.ExitColdStart("authorize", err)
 	}
 	lambda.Start(steps.AuthorizeHandler)
 }

@@ -7,13 +7,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/seatsaga/seatsaga/internal/wiring"
+	"github.com/seatsaga/seatsaga/internal/app"
 )
 
 func main() {
-	h, err := wiring.LambdaConsumer(context.Background())
+	h, err := app.LambdaConsumer(context.Background())
 	if err != nil {
-		wiring.ExitColdStart("consumer", err)
+		app.ExitColdStart("consumer", err)
 	}
 	lambda.Start(h.Handle)
 }

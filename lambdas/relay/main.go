@@ -7,13 +7,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/seatsaga/seatsaga/internal/wiring"
+	"github.com/seatsaga/seatsaga/internal/app"
 )
 
 func main() {
-	h, err := wiring.LambdaRelay(context.Background())
+	h, err := app.LambdaRelay(context.Background())
 	if err != nil {
-		wiring.ExitColdStart("relay", err)
+		app.ExitColdStart("relay", err)
 	}
 	lambda.Start(h.Handle)
 }

@@ -7,13 +7,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/seatsaga/seatsaga/internal/wiring"
+	"github.com/seatsaga/seatsaga/internal/app"
 )
 
 func main() {
-	h, err := wiring.LambdaSweeper(context.Background())
+	h, err := app.LambdaSweeper(context.Background())
 	if err != nil {
-		wiring.ExitColdStart("sweeper", err)
+		app.ExitColdStart("sweeper", err)
 	}
 	lambda.Start(h.Handle)
 }

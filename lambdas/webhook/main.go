@@ -1,5 +1,5 @@
 // Command webhook receives Stripe's webhooks behind API Gateway; its logic is
-// internal/webhookhandler.
+// internal/webhook.
 package main
 
 import (
@@ -7,13 +7,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/seatsaga/seatsaga/internal/wiring"
+	"github.com/seatsaga/seatsaga/internal/app"
 )
 
 func main() {
-	h, err := wiring.LambdaWebhook(context.Background())
+	h, err := app.LambdaWebhook(context.Background())
 	if err != nil {
-		wiring.ExitColdStart("webhook", err)
+		app.ExitColdStart("webhook", err)
 	}
 	lambda.Start(h.Handle)
 }

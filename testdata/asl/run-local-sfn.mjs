@@ -1,6 +1,6 @@
 // Runs the conformance corpus through npm aws-local-stepfunctions (the
-// differential oracle for internal/asl). Lambda tasks are overridden with the
-// same deterministic functions as internal/asl/corpus_test.go; waits and
+// differential oracle for internal/twin/asl). Lambda tasks are overridden with the
+// same deterministic functions as internal/twin/asl/corpus_test.go; waits and
 // retry pauses are overridden to zero.
 //
 //   node run-local-sfn.mjs <module.js> <case.json>...        one JSON line per case

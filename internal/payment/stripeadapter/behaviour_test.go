@@ -11,7 +11,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
-	"github.com/seatsaga/seatsaga/internal/paymentsim"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
 // serverUnderTest is a stateful Stripe-compatible server plus the controls the behavioural
@@ -31,7 +31,7 @@ type serverUnderTest interface {
 	SlowDown(op payment.Op, d time.Duration)
 	// Books returns what the server authorized, captured, voided and refunded for a
 	// reservation, one entry per PaymentIntent.
-	Books(reservationID string) []paymentsim.LedgerEntry
+	Books(reservationID string) []stripesim.LedgerEntry
 	// Timing gives the server's delays for the payment methods that use them.
 	ThreeDSDelay() time.Duration
 	LateAuthorizationDelay() time.Duration
@@ -39,11 +39,11 @@ type serverUnderTest interface {
 	RefundDelay() time.Duration
 }
 
-// simServer runs internal/paymentsim on a fake clock.
+// simServer runs internal/twin/stripesim on a fake clock.
 type simServer struct {
-	sim   *paymentsim.Sim
+	sim   *stripesim.Sim
 	clock *clock.Fake
-	opts  paymentsim.Options
+	opts  stripesim.Options
 }
 
 func newSimServer(t *testing.T) *simServer { return newSimServerTB(t) }
@@ -51,7 +51,7 @@ func newSimServer(t *testing.T) *simServer { return newSimServerTB(t) }
 func newSimServerTB(t testing.TB) *simServer {
 	t.Helper()
 	fake := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	opts := paymentsim.Options{
+	opts := stripesim.Options{
 		Clock:                  fake,
 		APIKey:                 "sk_test_sim",
 		ThreeDSDelay:           20 * time.Second,
@@ -63,7 +63,7 @@ func newSimServerTB(t testing.TB) *simServer {
 		// Stripe refuses to cancel a processing payment in all but rare cases.
 		RefuseCancelWhileProcessing: true,
 	}
-	sim := paymentsim.New(opts)
+	sim := stripesim.New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := sim.Start(ctx, "127.0.0.1:0"); err != nil {
 		t.Fatalf("start simulator: %v", err)
@@ -72,15 +72,15 @@ func newSimServerTB(t testing.TB) *simServer {
 	return &simServer{sim: sim, clock: fake, opts: opts}
 }
 
-var simEndpoints = map[payment.Op]paymentsim.Endpoint{
-	payment.OpAuthorize: paymentsim.EndpointCreateIntent,
-	payment.OpConfirm:   paymentsim.EndpointConfirmIntent,
-	payment.OpRetrieve:  paymentsim.EndpointRetrieveIntent,
-	payment.OpCapture:   paymentsim.EndpointCaptureIntent,
-	payment.OpCancel:    paymentsim.EndpointCancelIntent,
-	payment.OpRefund:    paymentsim.EndpointCreateRefund,
+var simEndpoints = map[payment.Op]stripesim.Endpoint{
+	payment.OpAuthorize: stripesim.EndpointCreateIntent,
+	payment.OpConfirm:   stripesim.EndpointConfirmIntent,
+	payment.OpRetrieve:  stripesim.EndpointRetrieveIntent,
+	payment.OpCapture:   stripesim.EndpointCaptureIntent,
+	payment.OpCancel:    stripesim.EndpointCancelIntent,
+	payment.OpRefund:    stripesim.EndpointCreateRefund,
 
-	payment.OpRetrieveRefund: paymentsim.EndpointRetrieveRefund,
+	payment.OpRetrieveRefund: stripesim.EndpointRetrieveRefund,
 }
 
 func (s *simServer) Provider(t testing.TB, timeout time.Duration, retries int64) payment.Provider {
@@ -99,7 +99,7 @@ func (s *simServer) FailNextBeforeActing(op payment.Op) { s.sim.FailNext(simEndp
 func (s *simServer) SlowDown(op payment.Op, d time.Duration) {
 	s.sim.SetLatency(simEndpoints[op], d)
 }
-func (s *simServer) Books(reservationID string) []paymentsim.LedgerEntry {
+func (s *simServer) Books(reservationID string) []stripesim.LedgerEntry {
 	return s.sim.Ledger().ForReservation(reservationID)
 }
 func (s *simServer) ThreeDSDelay() time.Duration           { return s.opts.ThreeDSDelay }
@@ -130,7 +130,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		}
 		return auth
 	}
-	oneEntry := func(t *testing.T, srv serverUnderTest, res string) paymentsim.LedgerEntry {
+	oneEntry := func(t *testing.T, srv serverUnderTest, res string) stripesim.LedgerEntry {
 		t.Helper()
 		books := srv.Books(res)
 		if len(books) != 1 {
@@ -142,7 +142,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("authorize then capture", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-capture", paymentsim.PaymentMethodVisa, 1)
+		auth := authorize(t, p, "res-capture", stripesim.PaymentMethodVisa, 1)
 		if auth.State != payment.StateAuthorized || auth.AmountCapturable != amount {
 			t.Fatalf("after confirm: %+v", auth)
 		}
@@ -175,8 +175,8 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 			method, declineCode string
 			attempt             int
 		}{
-			{paymentsim.PaymentMethodDeclined, "generic_decline", 1},
-			{paymentsim.PaymentMethodInsufficientFunds, "insufficient_funds", 2},
+			{stripesim.PaymentMethodDeclined, "generic_decline", 1},
+			{stripesim.PaymentMethodInsufficientFunds, "insufficient_funds", 2},
 		} {
 			_, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: tc.method, Attempt: tc.attempt})
 			var declined *payment.Declined
@@ -192,18 +192,18 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 			t.Fatalf("after declines: %+v", truth)
 		}
 		// A retried Lambda of attempt 2 replays the stored decline instead of charging.
-		_, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: paymentsim.PaymentMethodInsufficientFunds, Attempt: 2})
+		_, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodInsufficientFunds, Attempt: 2})
 		if !payment.IsDeclined(err) {
 			t.Fatalf("replayed attempt 2: %v, want the stored decline", err)
 		}
 		// Reusing a declined attempt's key with another card is the alf.io #1254 trap: the
 		// provider refuses it, which is why every attempt has its own key.
-		_, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: paymentsim.PaymentMethodVisa, Attempt: 2})
+		_, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 2})
 		var failed *payment.Failed
 		if !errors.As(err, &failed) || failed.Type != "idempotency_error" {
 			t.Fatalf("attempt 2 with another card: %v, want Failed(idempotency_error)", err)
 		}
-		auth, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: paymentsim.PaymentMethodVisa, Attempt: 3})
+		auth, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 3})
 		if err != nil || auth.State != payment.StateAuthorized || auth.LastDecline != nil {
 			t.Fatalf("attempt 3 with a good card: %+v, %v", auth, err)
 		}
@@ -216,7 +216,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("3-D Secure completed late", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-3ds", paymentsim.PaymentMethodThreeDSecure, 1)
+		auth := authorize(t, p, "res-3ds", stripesim.PaymentMethodThreeDSecure, 1)
 		if auth.State != payment.StateAuthorizing || auth.ProviderStatus != "requires_action" || auth.NextAction != "use_stripe_sdk" {
 			t.Fatalf("after confirm: %+v", auth)
 		}
@@ -237,7 +237,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("3-D Secure never completed, then voided", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-3ds-never", paymentsim.PaymentMethodThreeDSecureAbandoned, 1)
+		auth := authorize(t, p, "res-3ds-never", stripesim.PaymentMethodThreeDSecureAbandoned, 1)
 		srv.Advance(24 * time.Hour)
 		still, err := p.Retrieve(ctx, auth.PaymentIntentID)
 		if err != nil || still.State != payment.StateAuthorizing || still.ProviderStatus != "requires_action" {
@@ -255,7 +255,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("authorization that succeeds late", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-late", paymentsim.PaymentMethodAuthorizeLate, 1)
+		auth := authorize(t, p, "res-late", stripesim.PaymentMethodAuthorizeLate, 1)
 		if auth.State != payment.StateAuthorizing || auth.ProviderStatus != "processing" {
 			t.Fatalf("after confirm: %+v", auth)
 		}
@@ -269,7 +269,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("cancel refused while processing; the next attempt voids it once authorized", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-cancel-late", paymentsim.PaymentMethodAuthorizeLate, 1)
+		auth := authorize(t, p, "res-cancel-late", stripesim.PaymentMethodAuthorizeLate, 1)
 		if auth.ProviderStatus != "processing" {
 			t.Fatalf("after confirm: %+v", auth)
 		}
@@ -307,7 +307,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("capture whose response is lost is uncertain and captures once on retry", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 500*time.Millisecond, 0)
-		auth := authorize(t, p, "res-lost", paymentsim.PaymentMethodVisa, 1)
+		auth := authorize(t, p, "res-lost", stripesim.PaymentMethodVisa, 1)
 		srv.LoseNextResponse(payment.OpCapture)
 		req := payment.CaptureRequest{ReservationID: "res-lost", PaymentIntentID: auth.PaymentIntentID}
 		_, err := p.Capture(ctx, req)
@@ -335,7 +335,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("capture failing before acting is uncertain and captures once on retry", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-500", paymentsim.PaymentMethodVisa, 1)
+		auth := authorize(t, p, "res-500", stripesim.PaymentMethodVisa, 1)
 		srv.FailNextBeforeActing(payment.OpCapture)
 		req := payment.CaptureRequest{ReservationID: "res-500", PaymentIntentID: auth.PaymentIntentID}
 		_, err := p.Capture(ctx, req)
@@ -357,7 +357,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("stripe-go own retry after a lost response reuses the key", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 1)
-		auth := authorize(t, p, "res-drop", paymentsim.PaymentMethodVisa, 1)
+		auth := authorize(t, p, "res-drop", stripesim.PaymentMethodVisa, 1)
 		srv.LoseNextResponse(payment.OpCapture)
 		captured, err := srv.Provider(t, 300*time.Millisecond, 1).Capture(ctx, payment.CaptureRequest{ReservationID: "res-drop", PaymentIntentID: auth.PaymentIntentID})
 		if err != nil || captured.State != payment.StatePaid {
@@ -371,7 +371,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("concurrent capture with the key in flight is uncertain, one capture", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-concurrent", paymentsim.PaymentMethodVisa, 1)
+		auth := authorize(t, p, "res-concurrent", stripesim.PaymentMethodVisa, 1)
 		srv.SlowDown(payment.OpCapture, 600*time.Millisecond)
 		req := payment.CaptureRequest{ReservationID: "res-concurrent", PaymentIntentID: auth.PaymentIntentID}
 		var wg sync.WaitGroup
@@ -399,7 +399,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 	t.Run("cancel after authorization releases it", func(t *testing.T) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
-		auth := authorize(t, p, "res-void", paymentsim.PaymentMethodVisa, 1)
+		auth := authorize(t, p, "res-void", stripesim.PaymentMethodVisa, 1)
 		req := payment.CancelRequest{ReservationID: "res-void", PaymentIntentID: auth.PaymentIntentID, Attempt: 1, Reason: "abandoned"}
 		canceled, err := p.Cancel(ctx, req)
 		if err != nil || canceled.State != payment.StateCanceled || canceled.AmountCapturable != 0 {
@@ -432,7 +432,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
 		const res = "res-refund"
-		auth := captured(t, p, res, paymentsim.PaymentMethodVisa)
+		auth := captured(t, p, res, stripesim.PaymentMethodVisa)
 		req := payment.RefundRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, Attempt: 1, Reason: "requested_by_customer"}
 		refund, err := p.Refund(ctx, req)
 		if err != nil || refund.Amount != amount || refund.Status != payment.RefundPending || refund.RefundID == "" ||
@@ -471,7 +471,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		srv := newServer(t)
 		p := srv.Provider(t, 2*time.Second, 0)
 		const res = "res-refund-fails"
-		auth := captured(t, p, res, paymentsim.PaymentMethodRefundFail)
+		auth := captured(t, p, res, stripesim.PaymentMethodRefundFail)
 		first := payment.RefundRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, Attempt: 1}
 		refund, err := p.Refund(ctx, first)
 		if err != nil || refund.Status != payment.RefundPending || refund.Authorization == nil ||
@@ -514,7 +514,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		srv := newServer(t)
 		p := srv.Provider(t, 500*time.Millisecond, 0)
 		const res = "res-refund-lost"
-		auth := captured(t, p, res, paymentsim.PaymentMethodVisa)
+		auth := captured(t, p, res, stripesim.PaymentMethodVisa)
 		srv.LoseNextResponse(payment.OpRefund)
 		req := payment.RefundRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, Attempt: 1}
 		if _, err := p.Refund(ctx, req); !payment.IsUncertain(err) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
-	"github.com/seatsaga/seatsaga/internal/stripemock"
+	"github.com/seatsaga/seatsaga/internal/twin/stripemock"
 )
 
 // recordingTransport notes each request's method, path and idempotency key.

@@ -18,7 +18,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
-	"github.com/seatsaga/seatsaga/internal/paymentsim"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
 const endpointSecret = "whsec_test_seatsaga"
@@ -231,7 +231,7 @@ func (rc *receiver) snapshot() ([]payment.Event, map[string]int, int) {
 }
 
 // webhookRig is a simulator on a fake clock delivering to a verifying receiver.
-func webhookRig(t *testing.T, simSecret string, cfg paymentsim.WebhookConfig) (*paymentsim.Sim, *clock.Fake, *receiver, payment.Provider) {
+func webhookRig(t *testing.T, simSecret string, cfg stripesim.WebhookConfig) (*stripesim.Sim, *clock.Fake, *receiver, payment.Provider) {
 	t.Helper()
 	fake := clock.NewFake(verifyAt)
 	rc := &receiver{
@@ -246,7 +246,7 @@ func webhookRig(t *testing.T, simSecret string, cfg paymentsim.WebhookConfig) (*
 		// delay keeps every delivery on the fake clock's schedule, so Advance is the barrier.
 		cfg.Delay = time.Millisecond
 	}
-	sim := paymentsim.New(paymentsim.Options{Clock: fake, Webhook: cfg, Seed: 7})
+	sim := stripesim.New(stripesim.Options{Clock: fake, Webhook: cfg, Seed: 7})
 	if err := sim.Start(context.Background(), "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func payAndCapture(t *testing.T, p payment.Provider, res string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, PaymentMethod: paymentsim.PaymentMethodVisa, Attempt: 1}); err != nil {
+	if _, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID}); err != nil {
@@ -277,7 +277,7 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 	wantTypes := []string{"payment_intent.created", "payment_intent.amount_capturable_updated", "payment_intent.succeeded"}
 
 	t.Run("delivered once each, in order, after the delay", func(t *testing.T) {
-		sim, fake, rc, p := webhookRig(t, endpointSecret, paymentsim.WebhookConfig{Delay: 2 * time.Second})
+		sim, fake, rc, p := webhookRig(t, endpointSecret, stripesim.WebhookConfig{Delay: 2 * time.Second})
 		pi := payAndCapture(t, p, "res-hooks")
 		if events, _, _ := rc.snapshot(); len(events) != 0 {
 			t.Fatalf("delivered before the delay: %+v", events)
@@ -301,7 +301,7 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 	})
 
 	t.Run("every event duplicated", func(t *testing.T) {
-		_, fake, rc, p := webhookRig(t, endpointSecret, paymentsim.WebhookConfig{DuplicateRate: 1})
+		_, fake, rc, p := webhookRig(t, endpointSecret, stripesim.WebhookConfig{DuplicateRate: 1})
 		payAndCapture(t, p, "res-dup")
 		fake.Advance(time.Second)
 		events, seen, _ := rc.snapshot()
@@ -316,7 +316,7 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 	})
 
 	t.Run("reordered", func(t *testing.T) {
-		sim, fake, rc, p := webhookRig(t, endpointSecret, paymentsim.WebhookConfig{Reorder: true, ReorderWindow: time.Minute})
+		sim, fake, rc, p := webhookRig(t, endpointSecret, stripesim.WebhookConfig{Reorder: true, ReorderWindow: time.Minute})
 		for _, res := range []string{"res-r1", "res-r2", "res-r3"} {
 			payAndCapture(t, p, res)
 		}
@@ -336,7 +336,7 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 	})
 
 	t.Run("retried with backoff until acknowledged", func(t *testing.T) {
-		sim, fake, rc, p := webhookRig(t, endpointSecret, paymentsim.WebhookConfig{RetryBackoff: time.Second, MaxAttempts: 4})
+		sim, fake, rc, p := webhookRig(t, endpointSecret, stripesim.WebhookConfig{RetryBackoff: time.Second, MaxAttempts: 4})
 		rc.mu.Lock()
 		rc.failNext = 2
 		rc.mu.Unlock()
@@ -358,7 +358,7 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 	})
 
 	t.Run("signed with the wrong secret: rejected, nothing recorded, retries bounded", func(t *testing.T) {
-		sim, fake, rc, p := webhookRig(t, "whsec_wrong", paymentsim.WebhookConfig{RetryBackoff: time.Second, MaxAttempts: 3})
+		sim, fake, rc, p := webhookRig(t, "whsec_wrong", stripesim.WebhookConfig{RetryBackoff: time.Second, MaxAttempts: 3})
 		payAndCapture(t, p, "res-wrong")
 		fake.Advance(time.Hour)
 		events, _, rejected := rc.snapshot()
@@ -371,13 +371,13 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 	})
 
 	t.Run("a failed refund's events name the refund", func(t *testing.T) {
-		_, fake, rc, p := webhookRig(t, endpointSecret, paymentsim.WebhookConfig{})
+		_, fake, rc, p := webhookRig(t, endpointSecret, stripesim.WebhookConfig{})
 		ctx := context.Background()
 		auth, err := p.CreateOrReuseAuthorization(ctx, payment.AuthorizationRequest{ReservationID: "res-rf", Amount: 1500, Currency: "eur"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID, PaymentMethod: paymentsim.PaymentMethodRefundFail, Attempt: 1}); err != nil {
+		if _, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodRefundFail, Attempt: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID}); err != nil {
@@ -404,10 +404,10 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 	t.Run("delivered late: stale signature timestamp rejected", func(t *testing.T) {
 		// The simulator signs at delivery time, so only a receiver whose clock runs ahead
 		// sees a stale signature; simulate it by verifying an emitted payload later.
-		sim, fake, _, p := webhookRig(t, endpointSecret, paymentsim.WebhookConfig{})
+		sim, fake, _, p := webhookRig(t, endpointSecret, stripesim.WebhookConfig{})
 		payAndCapture(t, p, "res-stale")
 		ev := sim.Events()[0]
-		header := paymentsim.SignPayload(ev.Payload, endpointSecret, fake.Now())
+		header := stripesim.SignPayload(ev.Payload, endpointSecret, fake.Now())
 		v := stripeadapter.NewWebhookVerifier(endpointSecret, stripeadapter.WebhookOptions{Now: func() time.Time { return fake.Now().Add(10 * time.Minute) }})
 		_, err := v.VerifyWebhook(ev.Payload, header)
 		var rejected *payment.WebhookRejected
@@ -422,7 +422,7 @@ func TestSimulatorSignatureMatchesStripe(t *testing.T) {
 	payload := []byte(`{"id":"evt_1","object":"event"}`)
 	at := time.Unix(1796040000, 0)
 	want := signed(payload, endpointSecret, at)
-	if got := paymentsim.SignPayload(payload, endpointSecret, at); got != want {
+	if got := stripesim.SignPayload(payload, endpointSecret, at); got != want {
 		t.Fatalf("simulator header %q, stripe-go %q", got, want)
 	}
 	var decoded map[string]any

@@ -405,4 +405,3 @@ func (m *MemStore) Cancel(_ context.Context, id string, g reservation.Guard) (re
 	}
 	return m.commit(Change{Op: OpCancel}, cur, next, outbox.ReservationCancelRequested, nil, now)
 }
-

@@ -1,0 +1,189 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeAPI admits the first buyer of each seat, refuses later ones at admission unless the
+// seat is "contested" (then the saga rejects them), answers a POST's first attempt with 503
+// for one buyer to exercise the retry, and moves each admitted reservation
+// PENDING -> HELD -> CONFIRMED/PAID (or RELEASED for declines) over successive GETs.
+type fakeAPI struct {
+	mu        sync.Mutex
+	owner     map[string]string
+	byKey     map[string]string
+	polls     map[string]int
+	declined  map[string]bool
+	rejected  map[string]bool
+	contested string
+	failOnce  map[string]bool
+	posts     int
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer tok-") {
+		w.WriteHeader(401)
+		return
+	}
+	write := func(code int, v any) {
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	switch {
+	case r.Method == "POST":
+		f.posts++
+		key := r.Header.Get("Idempotency-Key")
+		if f.failOnce[key] {
+			delete(f.failOnce, key)
+			write(503, map[string]string{"code": "unavailable"})
+			return
+		}
+		if id, ok := f.byKey[key]; ok {
+			write(202, map[string]string{"reservationId": id, "status": "PENDING"})
+			return
+		}
+		var req struct {
+			SeatIDs       []string `json:"seatIds"`
+			PaymentMethod string   `json:"paymentMethod"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &req)
+		// The server prices seats; a buyer that states its own price is a loadgen bug.
+		var fields map[string]any
+		_ = json.Unmarshal(b, &fields)
+		if _, ok := fields["amount"]; ok {
+			write(400, map[string]string{"code": "client_priced"})
+			return
+		}
+		seat := req.SeatIDs[0]
+		id := "r-" + key
+		if _, taken := f.owner[seat]; taken {
+			if seat != f.contested {
+				write(409, map[string]string{"code": "seats_unavailable"})
+				return
+			}
+			f.rejected[id] = true
+		} else {
+			f.owner[seat] = id
+		}
+		f.byKey[key] = id
+		f.declined[id] = req.PaymentMethod == PaymentMethods[Declines]
+		write(202, map[string]string{"reservationId": id, "status": "PENDING"})
+	case r.Method == "GET":
+		id := strings.TrimPrefix(r.URL.Path, "/reservations/")
+		f.polls[id]++
+		n := f.polls[id]
+		st := map[string]string{"reservationId": id, "status": "PENDING"}
+		switch {
+		case f.rejected[id] && n >= 2:
+			st["status"] = "REJECTED"
+		case f.rejected[id]:
+		case n == 1:
+			st["status"] = "HELD"
+		case n == 2:
+			st["status"], st["paymentState"] = "PAYMENT_PENDING", "AUTHORIZING"
+		case f.declined[id]:
+			st["status"], st["paymentState"] = "RELEASED", "CANCELED"
+		case n == 3:
+			st["status"], st["paymentState"] = "CONFIRMED", "CAPTURE_PENDING"
+		default:
+			st["status"], st["paymentState"] = "CONFIRMED", "PAID"
+		}
+		write(200, st)
+	}
+}
+
+func TestDriveClassifiesEveryBuyer(t *testing.T) {
+	buyers, err := Plan(PlanOptions{Buyers: 40, Seats: []string{"A", "B", "C", "D"}, Mix: Mix{Pays: 3, Declines: 1}, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &fakeAPI{owner: map[string]string{}, byKey: map[string]string{}, polls: map[string]int{},
+		declined: map[string]bool{}, rejected: map[string]bool{}, contested: "A",
+		failOnce: map[string]bool{buyers[0].IdempotencyKey: true}}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	var progress int
+	run, err := Drive(context.Background(), Options{
+		BaseURL: srv.URL, EventID: "ev1", Buyers: buyers, Concurrency: 8,
+		Token:        func(c string) (string, error) { return "tok-" + c, nil },
+		PollInterval: 2 * time.Millisecond, SettleTimeout: 5 * time.Second,
+		Progress: func(done, total int) { progress = done },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if progress != 40 {
+		t.Fatalf("progress reached %d, want 40", progress)
+	}
+	s := run.Summarize()
+	winners := s.ByOutcome[Confirmed] + s.ByOutcome[Released]
+	if winners != 4 {
+		t.Fatalf("outcomes %v: want exactly one winner per seat (4)", s.ByOutcome)
+	}
+	if s.ByOutcome[Failed] != 0 || s.ByOutcome[Unsettled] != 0 || s.ByOutcome[Invalid] != 0 {
+		t.Fatalf("outcomes %v: nobody should fail", s.ByOutcome)
+	}
+	if s.ByOutcome[SagaRejected] == 0 || s.ByOutcome[AdmissionRejected] == 0 {
+		t.Fatalf("outcomes %v: want losers both at admission and in the saga", s.ByOutcome)
+	}
+	if s.Losers()+winners != 40 || s.TurnedAwayEarly() <= 0 || s.TurnedAwayEarly() >= 1 {
+		t.Fatalf("losers %d, early share %v", s.Losers(), s.TurnedAwayEarly())
+	}
+	if len(s.HoldMs) != 4 || len(s.ConfirmMs) != s.ByOutcome[Confirmed] {
+		t.Fatalf("hold latencies %d, confirm latencies %d (confirmed %d)", len(s.HoldMs), len(s.ConfirmMs), s.ByOutcome[Confirmed])
+	}
+	if s.AdmissionCodes["seats_unavailable"] != s.ByOutcome[AdmissionRejected] {
+		t.Fatalf("admission codes %v", s.AdmissionCodes)
+	}
+	// The buyer whose first POST failed retried with the same key and got one reservation.
+	if run.Results[0].Outcome == Failed || run.Results[0].PostStatus != 202 && run.Results[0].PostStatus != 409 {
+		t.Fatalf("retried buyer: %+v", run.Results[0])
+	}
+}
+
+func TestPlanIsDeterministicAndValid(t *testing.T) {
+	seats := []string{"A1", "A2", "A3", "A4", "A5"}
+	a, err := Plan(PlanOptions{Buyers: 50, Seats: seats, SeatsPerBuyer: 2, Mix: Mix{Pays: 1, ThreeDSNo: 1, LateAuth: 1}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Plan(PlanOptions{Buyers: 50, Seats: seats, SeatsPerBuyer: 2, Mix: Mix{Pays: 1, ThreeDSNo: 1, LateAuth: 1}, Seed: 3})
+	seen := map[Behaviour]int{}
+	for i := range a {
+		if a[i].IdempotencyKey != b[i].IdempotencyKey || strings.Join(a[i].SeatIDs, ",") != strings.Join(b[i].SeatIDs, ",") || a[i].Behaviour != b[i].Behaviour {
+			t.Fatal("same seed, different plan")
+		}
+		if len(a[i].SeatIDs) != 2 || a[i].SeatIDs[0] == a[i].SeatIDs[1] {
+			t.Fatalf("buyer %+v", a[i])
+		}
+		seen[a[i].Behaviour]++
+	}
+	if len(seen) != 3 {
+		t.Fatalf("behaviours %v, want all three", seen)
+	}
+	cases := []struct {
+		name string
+		o    PlanOptions
+	}{
+		{"no buyers", PlanOptions{Seats: seats}},
+		{"no seats", PlanOptions{Buyers: 1}},
+		{"too many seats per buyer", PlanOptions{Buyers: 1, Seats: seats, SeatsPerBuyer: 6}},
+		{"unknown behaviour", PlanOptions{Buyers: 1, Seats: seats, Mix: Mix{"teleports": 1}}},
+	}
+	for _, c := range cases {
+		if _, err := Plan(c.o); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+}

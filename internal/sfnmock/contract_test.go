@@ -1,6 +1,0 @@
-package sfnmock
-
-import "github.com/seatsaga/seatsaga/internal/asl"
-
-// The local engine consults a *Config through asl.TaskMocker.
-var _ asl.TaskMocker = (*Config)(nil)

@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/outbox"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+)
+
+// hDeliver posts a webhook payload to the API's webhook route, signed now on the stack's
+// clock as Stripe signs it, and returns the HTTP status.
+func hDeliver(e *Env, payload []byte) int {
+	e.T.Helper()
+	req, err := http.NewRequestWithContext(e.Ctx, "POST", e.Stack.Endpoints.API+"/webhooks/stripe", bytes.NewReader(payload))
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Stripe-Signature", stripesim.SignPayload(payload, e.Stack.WebhookSecret, e.Clock.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.T.Fatalf("deliver webhook: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// 9. A webhook delivered 5 times and out of order: one transition, one SendTaskSuccess, and
+// the saga confirms. The simulator's own deliveries are withheld so the test controls every
+// one of them.
+func TestHWebhookDeliveredFiveTimesOutOfOrder(t *testing.T) {
+	e := New(t, Options{})
+	e.Stack.Payments.SetWebhook(stripesim.WebhookConfig{}) // keep events, deliver none
+	seats := e.Seed("ev1", 2)
+	id := hPost(e, "alice", "k1", stripesim.PaymentMethodVisa, seats[0])
+	r := e.WaitingForPayment(id)
+	e.WaitFor("the PaymentIntent to be authorized", e.Deadline(id), func() bool {
+		l, ok := e.Ledger(id)
+		return ok && l.Status == "requires_capture"
+	})
+
+	var payloads [][]byte
+	for _, ev := range e.Stack.Payments.Events() {
+		if strings.Contains(string(ev.Payload), r.PaymentIntentID) {
+			payloads = append(payloads, ev.Payload)
+		}
+	}
+	if len(payloads) < 2 {
+		t.Fatalf("want at least two events about %s, got %d", r.PaymentIntentID, len(payloads))
+	}
+	// Newest first, then the older ones, repeated: five deliveries out of order, two of them
+	// at the same moment.
+	var deliveries [][]byte
+	for i := 0; len(deliveries) < 5; i++ {
+		deliveries = append(deliveries, payloads[len(payloads)-1-i%len(payloads)])
+	}
+	statuses := make([]int, len(deliveries))
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			statuses[i] = hDeliver(e, deliveries[i])
+		}(i)
+	}
+	wg.Wait()
+	for i := 2; i < len(deliveries); i++ {
+		statuses[i] = hDeliver(e, deliveries[i])
+	}
+	// A delivery told to come back (503: another one was reporting) is redelivered, as Stripe
+	// would.
+	for i, st := range statuses {
+		for attempt := 0; st != http.StatusOK && attempt < 20; attempt++ {
+			if st != http.StatusServiceUnavailable {
+				t.Fatalf("delivery %d: status %d", i, st)
+			}
+			time.Sleep(50 * time.Millisecond)
+			st = hDeliver(e, deliveries[i])
+		}
+		if st != http.StatusOK {
+			t.Fatalf("delivery %d never acknowledged", i)
+		}
+	}
+
+	x := e.Finish(e.Stack.ExecutionARN(id))
+	if x.Status != "SUCCEEDED" {
+		t.Fatalf("execution %s %s: %s (path %v)", x.Status, x.Error, x.Cause, x.Path)
+	}
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+	e.ExpectReservation(id, reservation.Confirmed, reservation.Paid)
+	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, id)
+
+	if n := e.Stack.Metrics.Total("WebhookTransitions"); n != 1 {
+		t.Fatalf("%d webhook transitions, want 1", n)
+	}
+	if n := e.Stack.Metrics.Get("WebhookCallbacks", metrics.Dim{Name: "outcome", Value: "authorized"}); n != 1 {
+		t.Fatalf("%d SendTaskSuccess, want 1", n)
+	}
+	if n := countType(e.OutboxTypes(id), outbox.PaymentAuthorized); n != 1 {
+		t.Fatalf("%d PaymentAuthorized events, want 1", n)
+	}
+	history, err := e.Stack.History(e.Ctx, e.Stack.ExecutionARN(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	succeeded := 0
+	for _, ev := range history {
+		if ev.Type == sfntypes.HistoryEventTypeTaskSucceeded && ev.TaskSucceededEventDetails != nil &&
+			strings.Contains(aws.ToString(ev.TaskSucceededEventDetails.Resource), "waitForTaskToken") {
+			succeeded++
+		}
+	}
+	if succeeded != 1 {
+		t.Fatalf("the payment wait succeeded %d times in the history, want 1", succeeded)
+	}
+	l, _ := e.Ledger(id)
+	if l.Captures != 1 || l.Captured != 2500 {
+		t.Fatalf("ledger %+v", l)
+	}
+
+	// Delivering everything again once the saga is done changes nothing.
+	for _, p := range payloads {
+		if st := hDeliver(e, p); st != http.StatusOK {
+			t.Fatalf("late redelivery: %d", st)
+		}
+	}
+	if n := e.Stack.Metrics.Total("WebhookTransitions"); n != 1 {
+		t.Fatalf("%d webhook transitions after late redelivery", n)
+	}
+	e.ExpectReservation(id, reservation.Confirmed, reservation.Paid)
+	// A forged delivery is refused and recorded nowhere.
+	forged := append([]byte(nil), payloads[0]...)
+	req, _ := http.NewRequestWithContext(e.Ctx, "POST", e.Stack.Endpoints.API+"/webhooks/stripe", bytes.NewReader(forged))
+	req.Header.Set("Stripe-Signature", stripesim.SignPayload(forged, "whsec_wrong", e.Clock.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("forged webhook: %d", resp.StatusCode)
+	}
+	e.Invariants()
+}

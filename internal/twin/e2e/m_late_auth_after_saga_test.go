@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/twin/stack"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+)
+
+// M2. A late authorization that lands when nothing waits for it any more: the reconcile loop
+// spent its attempts while the payment was processing (seats released, payment UNKNOWN, the
+// execution ended in "Needs reconciliation" with the payment still AUTHORIZING, which keeps it
+// on the reconciliation index), another buyer bought the seat, and then the
+// provider authorizes. The webhook changes nothing (stale); the authorization stays on the
+// reconciliation index, so the invariant checker accepts it as backlog, and the sweeper voids it
+// after the grace period. At no moment is an authorization open on a released reservation
+// outside the backlog.
+func TestLateAuthorizationAfterTheSagaGaveUp(t *testing.T) {
+	e := New(t, Options{ReconcileAttempts: 2, ReconcileBackoff: 2 * time.Second,
+		Payments: stack.PaymentsConfig{LateAuthorizationDelay: Hold + 5*time.Minute}})
+	seats := e.Seed("ev1", 1)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodAuthorizeLate, seats[0])
+	arn := e.Reserve(in)
+	e.WaitingForPayment(in.ReservationID)
+	deadline := e.Reservation(in.ReservationID).HoldExpiresAt
+	e.Clock.Set(deadline)
+	authorizedAt := deadline.Add(4 * time.Minute) // before the late authorization lands
+	e.WaitFor("the saga to give up", authorizedAt, func() bool {
+		st, err := e.Stack.SFN.DescribeExecution(e.Ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+		return err == nil && st.Status != sfntypes.ExecutionStatusRunning
+	})
+	x := e.Finish(arn)
+	if x.Error != "NeedsReconciliation" {
+		t.Fatalf("%s %s: %s (path %v)", x.Status, x.Error, x.Cause, x.Path)
+	}
+	if r := e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Authorizing); !r.Unsettled() {
+		t.Fatal("the released, still authorizing reservation is not on the reconciliation index")
+	}
+
+	bob := Input("bob", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	if bx := e.Finish(e.Reserve(bob)); bx.Status != "SUCCEEDED" {
+		t.Fatalf("bob: %s %s %v", bx.Status, bx.Error, bx.Path)
+	}
+	e.Clock.Set(deadline.Add(5*time.Minute + 30*time.Second))
+	e.WaitFor("the late authorization", time.Time{}, func() bool {
+		l, ok := e.Ledger(in.ReservationID)
+		return ok && l.Status == "requires_capture"
+	})
+	e.WaitFor("the webhooks to be delivered", time.Time{}, func() bool { return e.Stack.Payments.PendingWebhooks() == 0 })
+	// Open, but in the backlog: the webhook did not move it (the saga no longer waits).
+	r := e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Authorizing)
+	e.Invariants()
+
+	e.Clock.Set(r.ReconcileSince.Add(e.Stack.AppConfig.SweepGrace + time.Second))
+	res := e.Sweep()
+	if res.PaymentsExamined != 1 || res.Reconciled != 1 || res.ReconciliationBacklog != 0 || res.Errors != 0 {
+		t.Fatalf("sweep: %+v", res)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, bob.ReservationID)
+	if l, _ := e.Ledger(in.ReservationID); l.Status != "canceled" || l.Captures != 0 || l.Held() != 0 {
+		t.Fatalf("ledger %+v", l)
+	}
+	e.Invariants()
+}

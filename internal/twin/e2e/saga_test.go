@@ -1,0 +1,552 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/seatsaga/seatsaga/internal/outbox"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
+	"github.com/seatsaga/seatsaga/internal/twin/stack"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+)
+
+// 1. Happy path: CONFIRMED + PAID, one authorization, one capture, at most 6 transitions.
+func TestHappyPath(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 4)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0], seats[1])
+	x := e.Finish(e.Reserve(in))
+
+	if x.Status != "SUCCEEDED" {
+		t.Fatalf("execution %s %s: %s (path %v)", x.Status, x.Error, x.Cause, x.Path)
+	}
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+	if x.Transitions > 6 {
+		t.Fatalf("%d transitions", x.Transitions)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Confirmed, reservation.Paid)
+	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, in.ReservationID)
+	e.ExpectSeat("ev1", seats[1], reservation.Confirmed, in.ReservationID)
+	e.ExpectSeat("ev1", seats[2], reservation.Available, "")
+	e.ExpectOutbox(in.ReservationID, outbox.SeatsHeld, outbox.PaymentPending, outbox.PaymentStateChanged,
+		outbox.PaymentAuthorized, outbox.ReservationConfirmed, outbox.PaymentStateChanged, outbox.PaymentCaptured)
+	l, ok := e.Ledger(in.ReservationID)
+	if !ok || l.Status != "succeeded" || l.Captures != 1 || l.Captured != in.Amount || l.Authorized != in.Amount {
+		t.Fatalf("ledger %+v", l)
+	}
+	e.Invariants()
+}
+
+// 2. Seat taken: the loser is rejected in 2 transitions and no payment object exists.
+func TestSeatTaken(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 3)
+	winner := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	e.Finish(e.Reserve(winner))
+	// Bob passed the api's admission pre-check before Alice's claim landed (the pre-check is
+	// an eventually consistent read), so his execution starts and loses at the claim.
+	loser := Input("bob", "k1", "ev1", stripesim.PaymentMethodVisa, seats[1], seats[0])
+	x := e.Finish(e.StartSaga(loser))
+
+	if x.Error != saga.ErrSeatUnavailable {
+		t.Fatalf("execution %s %s: %s", x.Status, x.Error, x.Cause)
+	}
+	e.ExpectPath(x, "Claim seats", "Rejected: seats taken")
+	if !strings.Contains(x.Cause, seats[0]) {
+		t.Fatalf("cause does not name the taken seat: %s", x.Cause)
+	}
+	if _, err := e.Store.Get(e.Ctx, loser.ReservationID); err == nil {
+		t.Fatal("the loser's reservation was written")
+	}
+	e.ExpectSeat("ev1", seats[1], reservation.Available, "")
+	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, winner.ReservationID)
+	e.ExpectOutbox(loser.ReservationID)
+	if l, ok := e.Ledger(loser.ReservationID); ok {
+		t.Fatalf("payment object for the loser: %+v", l)
+	}
+	e.Invariants()
+}
+
+// 3. Decline: the seat is released and the PaymentIntent canceled.
+func TestDecline(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodDeclined, seats[0])
+	x := e.Finish(e.Reserve(in))
+
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after decline", "Payment failed")
+	r := e.Reservation(in.ReservationID)
+	if r.Inventory != reservation.Released || (r.Payment != reservation.Failed && r.Payment != reservation.Canceled) {
+		t.Fatalf("reservation %s/%s", r.Inventory, r.Payment)
+	}
+	e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+	types := e.OutboxTypes(in.ReservationID)
+	if types[len(types)-1] != outbox.SeatsReleased {
+		t.Fatalf("outbox %v", types)
+	}
+	e.WaitFor("the PaymentIntent to be canceled", time.Time{}, func() bool {
+		l, ok := e.Ledger(in.ReservationID)
+		return ok && l.Status == "canceled"
+	})
+	l, _ := e.Ledger(in.ReservationID)
+	if l.Declines != 1 || l.Authorized != 0 || l.Captured != 0 {
+		t.Fatalf("ledger %+v", l)
+	}
+	// The seat can be sold to the next buyer.
+	next := Input("bob", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	if x := e.Finish(e.Reserve(next)); x.Status != "SUCCEEDED" {
+		t.Fatalf("next buyer: %s %s", x.Status, x.Error)
+	}
+	e.Invariants()
+}
+
+// 4. 3-D Secure never completed: at the deadline the PaymentIntent is canceled and the seat
+// released; the next buyer can claim it.
+func TestThreeDSecureNeverCompleted(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
+	arn := e.Reserve(in)
+	e.WaitingForPayment(in.ReservationID)
+	e.ExpectSeat("ev1", seats[0], reservation.PaymentPending, in.ReservationID)
+	e.Clock.Advance(Hold)
+	x := e.Finish(arn)
+
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Hold expired")
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+	e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+	e.ExpectOutboxUnwound(in.ReservationID, outbox.SeatsHeld, outbox.PaymentPending, outbox.PaymentStateChanged, outbox.PaymentVoided)
+	if l, _ := e.Ledger(in.ReservationID); l.Status != "canceled" || l.Authorized != 0 {
+		t.Fatalf("ledger %+v", l)
+	}
+	next := Input("bob", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	if x := e.Finish(e.Reserve(next)); x.Status != "SUCCEEDED" {
+		t.Fatalf("next buyer: %s %s", x.Status, x.Error)
+	}
+	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, next.ReservationID)
+	e.Invariants()
+}
+
+// lateAuthorization starts a reservation whose authorization arrives 10 s (fake) after its
+// hold lapsed, and lets the hold lapse.
+func lateAuthorization(t *testing.T, policy string) (*Env, saga.Input, string, []string) {
+	e := New(t, Options{LateSuccessPolicy: policy, ReconcileAttempts: 6,
+		Payments: stack.PaymentsConfig{LateAuthorizationDelay: Hold + 10*time.Second}})
+	seats := e.Seed("ev1", 2)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodAuthorizeLate, seats[0])
+	arn := e.Reserve(in)
+	e.WaitingForPayment(in.ReservationID)
+	e.Clock.Set(e.Reservation(in.ReservationID).HoldExpiresAt)
+	// At the deadline the payment is still processing: the hold goes, the saga keeps asking.
+	e.WaitFor("the lapsed hold to be released", e.Reservation(in.ReservationID).HoldExpiresAt.Add(9*time.Second), func() bool {
+		return e.Reservation(in.ReservationID).Inventory == reservation.Released
+	})
+	return e, in, arn, seats
+}
+
+// 5a. Authorization after the deadline, seat still free: reacquired and confirmed.
+func TestLateAuthorizationReacquired(t *testing.T) {
+	e, in, arn, seats := lateAuthorization(t, "reacquire")
+	x := e.Finish(arn)
+
+	if x.Status != "SUCCEEDED" {
+		t.Fatalf("%s %s: %s %v", x.Status, x.Error, x.Cause, x.Path)
+	}
+	if x.Path[2] != "Reconcile payment" || !slices.Equal(x.Path[len(x.Path)-2:], []string{"Capture payment", "Confirmed"}) {
+		t.Fatalf("path %v", x.Path)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Confirmed, reservation.Paid)
+	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, in.ReservationID)
+	types := e.OutboxTypes(in.ReservationID)
+	if !slices.Contains(types, outbox.SeatsReleased) || !slices.Contains(types, outbox.SeatsReacquired) || types[len(types)-1] != outbox.PaymentCaptured {
+		t.Fatalf("outbox %v", types)
+	}
+	if l, _ := e.Ledger(in.ReservationID); l.Captures != 1 || l.Captured != in.Amount {
+		t.Fatalf("ledger %+v", l)
+	}
+	e.Invariants()
+}
+
+// 5b. Authorization after the deadline, seat taken by another: voided, customer notified, no
+// capture.
+func TestLateAuthorizationSeatTaken(t *testing.T) {
+	e, in, arn, seats := lateAuthorization(t, "reacquire")
+	other := Input("bob", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	otherARN := e.Reserve(other)
+	// Bob must hold the seat before Alice's authorization lands (10 s after her deadline).
+	limit := e.Reservation(in.ReservationID).HoldExpiresAt.Add(9 * time.Second)
+	e.WaitFor("bob to hold the seat", limit, func() bool { return e.Seat("ev1", seats[0]).ReservationID == other.ReservationID })
+	x := e.Finish(arn)
+
+	if x.Error != "VoidedAfterLatePayment" || x.Path[len(x.Path)-1] != "Voided after late payment" {
+		t.Fatalf("%s %s %v", x.Status, x.Error, x.Path)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+	if x := e.Finish(otherARN); x.Status != "SUCCEEDED" {
+		t.Fatalf("bob: %s %s", x.Status, x.Error)
+	}
+	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, other.ReservationID)
+	voided := false
+	for _, ev := range e.Outbox(in.ReservationID) {
+		if ev.Type == outbox.PaymentVoided {
+			voided = true
+		}
+	}
+	if !voided {
+		t.Fatalf("no PaymentVoided (customer notification) event: %v", e.OutboxTypes(in.ReservationID))
+	}
+	if l, _ := e.Ledger(in.ReservationID); l.Captures != 0 || l.Status != "canceled" || l.Voided != in.Amount {
+		t.Fatalf("ledger %+v", l)
+	}
+	e.Invariants()
+}
+
+// 5c. Authorization after the deadline with policy void: voided even though the seat is free.
+func TestLateAuthorizationPolicyVoid(t *testing.T) {
+	e, in, arn, seats := lateAuthorization(t, "void")
+	x := e.Finish(arn)
+
+	if x.Error != "VoidedAfterLatePayment" {
+		t.Fatalf("%s %s %v", x.Status, x.Error, x.Path)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+	e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+	if l, _ := e.Ledger(in.ReservationID); l.Captures != 0 || l.Status != "canceled" || l.Voided != in.Amount {
+		t.Fatalf("ledger %+v", l)
+	}
+	e.Invariants()
+}
+
+// 6. Capture response lost: retried with the same key, exactly one capture.
+func TestCaptureResponseLost(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	// stripe-go retries once itself; both answers are lost, so the state's Retry runs again.
+	e.Stack.Payments.DropConnectionNext(stripesim.EndpointCaptureIntent, 4)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	x := e.Finish(e.Reserve(in))
+
+	if x.Status != "SUCCEEDED" {
+		t.Fatalf("%s %s: %s %v", x.Status, x.Error, x.Cause, x.Path)
+	}
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+	if n := e.Stack.Lambdas.Invocations("capture"); n < 2 {
+		t.Fatalf("capture ran %d times; the lost answer was not retried", n)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Confirmed, reservation.Paid)
+	l, _ := e.Ledger(in.ReservationID)
+	if l.Captures != 1 || l.Captured != in.Amount {
+		t.Fatalf("ledger %+v", l)
+	}
+	// The lost answer is recorded as unknown, and the retried capture records the capture.
+	e.ExpectOutbox(in.ReservationID, outbox.SeatsHeld, outbox.PaymentPending, outbox.PaymentStateChanged,
+		outbox.PaymentAuthorized, outbox.ReservationConfirmed, outbox.PaymentStateChanged, outbox.PaymentUncertain, outbox.PaymentCaptured)
+	e.Invariants()
+}
+
+// captureHold is how long (real time) TestCaptureFailsDefinitively holds the capture before
+// its handler runs: far longer than a clock advance takes.
+const captureHold = 2 * time.Second
+
+// 7. Capture fails definitively (the authorization lapsed before capture): the capture-failure
+// policy releases the seats, records the outcome and notifies.
+func TestCaptureFailsDefinitively(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	// The first capture attempt is held (real time) before its handler runs, and the
+	// authorization's capture window (7 days) closes meanwhile. The clock moves only while no
+	// capture can run: a retry's backoff timer would fire inside the 8-day advance, at under a
+	// second, and race the advance (which also runs pending webhook redeliveries on its way).
+	if err := e.Stack.Lambdas.SetLatency("capture", captureHold); err != nil {
+		t.Fatal(err)
+	}
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	arn := e.Reserve(in)
+	e.WaitFor("the capture to be invoked", e.Clock.Now(), func() bool { return e.Stack.Lambdas.Stats("capture").Requests == 1 })
+	e.Stack.Lambdas.ClearFaults("capture")
+	e.Clock.Advance(8 * 24 * time.Hour)
+	if n := e.Stack.Lambdas.Invocations("capture"); n != 0 {
+		t.Fatalf("the capture handler ran before the clock moved (%d runs): the advance took longer than %s", n, captureHold)
+	}
+	x := e.Finish(arn)
+
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Capture failed")
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Failed)
+	e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+	// The failure and the release are one write: no second write can fail between them.
+	types := e.OutboxTypes(in.ReservationID)
+	if types[len(types)-1] != outbox.PaymentFailed || slices.Contains(types, outbox.SeatsReleased) {
+		t.Fatalf("outbox %v", types)
+	}
+	e.ExpectOutboxUnwound(in.ReservationID, outbox.PaymentFailed)
+	if l, _ := e.Ledger(in.ReservationID); l.Captures != 0 || l.Held() != 0 {
+		t.Fatalf("ledger %+v", l)
+	}
+	e.Invariants()
+}
+
+// 8. Provider down during reconcile: UNKNOWN_NEEDS_RECONCILIATION with the seat protected and
+// the backlog above zero; once the provider is back the sweeper resolves it.
+func TestProviderDownDuringReconcile(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
+	arn := e.Reserve(in)
+	e.WaitingForPayment(in.ReservationID)
+	e.Stack.Payments.InjectFault(stripesim.EndpointRetrieveIntent, stripesim.Fault{Kind: stripesim.FaultFailBeforeActing, Times: -1})
+	e.Stack.Payments.InjectFault(stripesim.EndpointCancelIntent, stripesim.Fault{Kind: stripesim.FaultFailBeforeActing, Times: -1})
+	e.Clock.Advance(Hold)
+	x := e.Finish(arn)
+
+	if x.Error != "NeedsReconciliation" {
+		t.Fatalf("%s %s %v", x.Status, x.Error, x.Path)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+	e.ExpectSeat("ev1", seats[0], reservation.PaymentPending, in.ReservationID)
+	backlog, err := e.Store.NeedingReconciliation(e.Ctx, e.Clock.Now(), 100)
+	if err != nil || len(backlog) != 1 {
+		t.Fatalf("backlog %d %v", len(backlog), err)
+	}
+	// The seat is protected: nobody else can buy it while the money's fate is unknown.
+	other := Input("bob", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	if x := e.Finish(e.StartSaga(other)); x.Error != saga.ErrSeatUnavailable {
+		t.Fatalf("protected seat sold: %s %s", x.Status, x.Error)
+	}
+
+	// The sweeper sees the backlog and, while the provider is still down, leaves the seat be.
+	e.Clock.Advance(e.Stack.AppConfig.SweepGrace + time.Minute)
+	if res := e.Sweep(); res.ReconciliationBacklog == 0 || res.UnresolvedPayments != 1 {
+		t.Fatalf("sweep with the provider down: %+v", res)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.PaymentPending, reservation.UnknownNeedsReconciliation)
+	e.ExpectSeat("ev1", seats[0], reservation.PaymentPending, in.ReservationID)
+
+	// The provider is back: the next sweep settles it from the provider's truth.
+	e.Stack.Payments.ClearFaults()
+	if res := e.Sweep(); res.ReconciliationBacklog != 0 || res.Reconciled != 1 {
+		t.Fatalf("sweep with the provider back: %+v", res)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+	e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+	if backlog, _ := e.Store.NeedingReconciliation(e.Ctx, e.Clock.Now(), 100); len(backlog) != 0 {
+		t.Fatalf("backlog %d after the sweep", len(backlog))
+	}
+	e.Invariants()
+}
+
+// 11. Customer cancels while paying: voided and released.
+func TestCustomerCancelsWhilePaying(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
+	arn := e.Reserve(in)
+	e.WaitingForPayment(in.ReservationID)
+	if status, body := e.Cancel(in.CustomerID, in.ReservationID); status != http.StatusAccepted {
+		t.Fatalf("DELETE: %d %s", status, body)
+	}
+	x := e.Finish(arn)
+
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel", "Canceled by customer")
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+	e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+	e.ExpectOutboxUnwound(in.ReservationID, outbox.SeatsHeld, outbox.PaymentPending, outbox.PaymentStateChanged,
+		outbox.ReservationCancelRequested, outbox.PaymentVoided)
+	if l, _ := e.Ledger(in.ReservationID); l.Status != "canceled" || l.Captures != 0 {
+		t.Fatalf("ledger %+v", l)
+	}
+	e.Invariants()
+}
+
+// 12. Steps crash after writing, before returning: retried, no double effect. (The payment
+// wait is not retried, so an authorize crash goes through reconciliation instead:
+// TestKAuthorizeCrashThenCustomerAuthorizes.)
+func TestStepCrashesAfterWriting(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	for _, fn := range []string{"claim", "confirm", "capture"} {
+		if err := e.Stack.Lambdas.FailAfter(fn, 1, lambdahost.ServiceException()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	x := e.Finish(e.Reserve(in))
+
+	if x.Status != "SUCCEEDED" {
+		t.Fatalf("%s %s: %s %v", x.Status, x.Error, x.Cause, x.Path)
+	}
+	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
+	for _, fn := range []string{"claim", "confirm", "capture"} {
+		if n := e.Stack.Lambdas.Invocations(fn); n != 2 {
+			t.Fatalf("%s ran %d times, want 2 (crash, retry)", fn, n)
+		}
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Confirmed, reservation.Paid)
+	// One event per change, no duplicates: the retries found the work done.
+	types := e.OutboxTypes(in.ReservationID)
+	for _, once := range []outbox.Type{outbox.SeatsHeld, outbox.PaymentPending, outbox.PaymentAuthorized, outbox.ReservationConfirmed, outbox.PaymentCaptured} {
+		n := 0
+		for _, ty := range types {
+			if ty == once {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%s written %d times: %v", once, n, types)
+		}
+	}
+	if l, _ := e.Ledger(in.ReservationID); l.Captures != 1 || l.Authorized != in.Amount {
+		t.Fatalf("ledger %+v", l)
+	}
+	e.Invariants()
+}
+
+// 14. Stale deliveries change nothing: after the sale settled, the saga's steps are invoked
+// again with the execution's old input and the old task token is answered again.
+func TestStaleDeliveriesChangeNothing(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	if x := e.Finish(e.Reserve(in)); x.Status != "SUCCEEDED" {
+		t.Fatalf("%s %s", x.Status, x.Error)
+	}
+	before := e.Reservation(in.ReservationID)
+	events := len(e.Outbox(in.ReservationID))
+	ledger, _ := e.Ledger(in.ReservationID)
+
+	state := saga.State{Input: in, Hold: &saga.Hold{ReservationID: in.ReservationID, Version: 1}}
+	invoke := func(fn string, payload any) {
+		raw, _ := json.Marshal(payload)
+		if _, err := e.Stack.Lambda.Invoke(e.Ctx, &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: raw}); err != nil {
+			t.Fatalf("invoke %s: %v", fn, err)
+		}
+	}
+	invoke("claim", state)
+	invoke("authorize", saga.AuthorizeEvent{Input: state, TaskToken: before.TaskToken})
+	invoke("confirm", state)
+	invoke("capture", state)
+	invoke("reconcile", state)
+	_, err := e.Stack.SFN.SendTaskSuccess(e.Ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(before.TaskToken), Output: aws.String(`{"state":"AUTHORIZED"}`)})
+	if err == nil {
+		t.Fatal("a stale task token was accepted")
+	}
+
+	after := e.Reservation(in.ReservationID)
+	if after.Version != before.Version || after.Inventory != before.Inventory || after.Payment != before.Payment {
+		t.Fatalf("reservation changed: %+v -> %+v", before, after)
+	}
+	if n := len(e.Outbox(in.ReservationID)); n != events {
+		t.Fatalf("outbox grew from %d to %d", events, n)
+	}
+	if l, _ := e.Ledger(in.ReservationID); l != ledger {
+		t.Fatalf("ledger changed: %+v -> %+v", ledger, l)
+	}
+	e.Invariants()
+}
+
+// 14 (consumer side). An outbox event older than one the consumer already handled (lower
+// aggregate version) changes nothing, and a redelivered one sends nothing new.
+func TestStaleOutboxEventChangesNothing(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
+	arn := e.Reserve(in)
+	e.WaitingForPayment(in.ReservationID)
+	if status, body := e.Cancel(in.CustomerID, in.ReservationID); status != http.StatusAccepted {
+		t.Fatalf("DELETE: %d %s", status, body)
+	}
+	e.Finish(arn)
+	envs := e.Outbox(in.ReservationID)
+	find := func(ty outbox.Type) outbox.Envelope {
+		for _, ev := range envs {
+			if ev.Type == ty {
+				return ev
+			}
+		}
+		t.Fatalf("no %s event in %v", ty, e.OutboxTypes(in.ReservationID))
+		return outbox.Envelope{}
+	}
+	voided, released := find(outbox.PaymentVoided), find(outbox.SeatsReleased)
+	if voided.AggregateVersion >= released.AggregateVersion {
+		t.Fatalf("versions: voided %d, released %d", voided.AggregateVersion, released.AggregateVersion)
+	}
+	deliver := func(env outbox.Envelope) {
+		detail, _ := json.Marshal(env)
+		payload, _ := json.Marshal(events.EventBridgeEvent{ID: "bus-" + env.EventID, Source: outbox.Source,
+			DetailType: string(env.Type), Detail: detail, Time: env.CreatedAt})
+		out, err := e.Stack.Lambda.Invoke(e.Ctx, &lambda.InvokeInput{FunctionName: aws.String(stack.FnConsumer), Payload: payload})
+		if err != nil || out.FunctionError != nil {
+			t.Fatalf("consumer: %v %s", err, out.Payload)
+		}
+	}
+	deliver(released) // the newer event arrives first
+	deliver(voided)   // the older one arrives late: stale
+	deliver(released) // and the newer one again: a duplicate
+
+	sent := e.Stack.Notifications.Sent()
+	if len(sent) != 1 || sent[0].EventID != released.EventID {
+		t.Fatalf("notifications %+v", sent)
+	}
+	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+	if n := len(e.Outbox(in.ReservationID)); n != len(envs) {
+		t.Fatalf("outbox grew from %d to %d", len(envs), n)
+	}
+}
+
+// 12 (compensation side). Compensate and reconcile crash after writing, before returning:
+// retried, each compensation recorded once.
+func TestCompensationCrashesAfterWriting(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   string
+		act  func(e *Env, in saga.Input)
+		path []string
+	}{
+		{name: "compensate after a customer cancel", fn: "compensate",
+			act: func(e *Env, in saga.Input) {
+				if status, body := e.Cancel(in.CustomerID, in.ReservationID); status != http.StatusAccepted {
+					e.T.Fatalf("DELETE: %d %s", status, body)
+				}
+			},
+			path: []string{"Claim seats", "Wait for payment authorization", "Void payment after customer cancel", "Canceled by customer"}},
+		{name: "reconcile at the hold's deadline", fn: "reconcile",
+			act:  func(e *Env, _ saga.Input) { e.Clock.Advance(Hold) },
+			path: []string{"Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Hold expired"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(t, Options{})
+			seats := e.Seed("ev1", 2)
+			if err := e.Stack.Lambdas.FailAfter(tc.fn, 1, lambdahost.ServiceException()); err != nil {
+				t.Fatal(err)
+			}
+			in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
+			arn := e.Reserve(in)
+			e.WaitingForPayment(in.ReservationID)
+			tc.act(e, in)
+			x := e.Finish(arn)
+
+			e.ExpectPath(x, tc.path...)
+			if n := e.Stack.Lambdas.Invocations(tc.fn); n != 2 {
+				t.Fatalf("%s ran %d times, want 2 (crash, retry)", tc.fn, n)
+			}
+			e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Canceled)
+			e.ExpectSeat("ev1", seats[0], reservation.Available, "")
+			e.ExpectOutboxUnwound(in.ReservationID, outbox.SeatsHeld, outbox.PaymentPending, outbox.PaymentStateChanged, outbox.PaymentVoided)
+			if l, _ := e.Ledger(in.ReservationID); l.Status != "canceled" || l.Captures != 0 {
+				t.Fatalf("ledger %+v", l)
+			}
+			e.Invariants()
+		})
+	}
+}

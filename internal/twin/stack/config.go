@@ -1,0 +1,141 @@
+// Package localstack runs the whole of seatsaga in one process, with no AWS account: DynamoDB
+// Local (the real one, tables from internal/tables), the payment simulator, the Lambda host
+// serving every handler under its function name, the local Step Functions engine running
+// statemachine/reservation.asl.json, an HTTP server playing API Gateway for the api and webhook
+// functions, the sweeper on a ticker and the outbox relay reading DynamoDB Local's stream into an
+// in-memory bus that feeds the example consumer.
+//
+// It is the integration point of the project: end-to-end tests, `go run ./infra/local` (up,
+// demo, load, inspect) and the invariant checker all start a Stack.
+//
+//	st, err := localstack.Start(ctx, localstack.Config{Clock: clock.NewFake(t0)})
+//	if err != nil { ... }
+//	defer st.Close()
+//	seats, _ := st.SeedEvent(ctx, "ev1", 10)
+//	token, _ := st.Token("customer-1")
+//	// POST st.Endpoints.API + "/events/ev1/reservations" with "Authorization: Bearer "+token
+//	verdict, _ := st.Check(ctx)
+//
+// Every service is addressed by endpoint (Endpoints), so the same SDK clients a Lambda builds
+// on AWS talk to the local services here.
+package stack
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/clock"
+)
+
+// Function names under which the Lambda host serves the handlers; the state machine's
+// ${…FunctionArn} substitutions point at them.
+const (
+	FnClaim      = "claim"
+	FnAuthorize  = "authorize"
+	FnConfirm    = "confirm"
+	FnCapture    = "capture"
+	FnCompensate = "compensate"
+	FnReconcile  = "reconcile"
+	FnAPI        = "api"
+	FnWebhook    = "webhook"
+	FnSweeper    = "sweeper"
+	FnRelay      = "relay"
+	FnConsumer   = "consumer"
+)
+
+// SagaFunctions are the functions the state machine invokes, in saga order.
+var SagaFunctions = []string{FnClaim, FnAuthorize, FnConfirm, FnCapture, FnCompensate, FnReconcile}
+
+// Region and AccountID of every local ARN, e.g. arn:aws:lambda:us-east-1:000000000000:function:claim.
+const (
+	Region    = "us-east-1"
+	AccountID = "000000000000"
+)
+
+// StateMachineName is the name the saga's state machine is created under.
+const StateMachineName = "seatsaga-reservation"
+
+// Config configures a Stack. The zero value is a usable stack on the wall clock with
+// production-like durations (10-minute holds); tests set Clock (a *clock.Fake) and short
+// durations, the demo a *clock.Scaled.
+type Config struct {
+	// Clock drives every handler, the engine's waits and timeouts, the payment simulator's
+	// delays, hold deadlines and the sweeper. nil means clock.Real{}.
+	Clock clock.Clock
+
+	// TablePrefix prefixes every table name; empty picks a unique one per stack, so stacks can
+	// share one DynamoDB Local ($DYNAMODB_ENDPOINT).
+	TablePrefix string
+	// DynamoDBEndpoint reuses a running DynamoDB (Local); empty starts DynamoDB Local (which
+	// itself reuses $DYNAMODB_ENDPOINT when set).
+	DynamoDBEndpoint string
+
+	// Pricing prices the seats SeedEvent creates (zero value: a flat DefaultSeatPrice EUR).
+	Pricing Pricing
+
+	// Hold is how long a claim holds seats (default config.DefaultHold, 10 minutes).
+	Hold time.Duration
+	// MaxSeats bounds seats per reservation (default config.DefaultMaxSeats).
+	MaxSeats int
+	// LateSuccessPolicy is "reacquire" (default) or "void".
+	LateSuccessPolicy string
+	// SweepGrace is how long past a hold's deadline the sweeper waits before acting (default
+	// config.DefaultSweepGrace); SweepInterval how often it runs on Clock (default 1 minute;
+	// negative disables the ticker, Sweep still runs it by hand).
+	SweepGrace    time.Duration
+	SweepInterval time.Duration
+	// ReconcileAttempts and ReconcileBackoff bound the saga's reconcile loop (defaults: the
+	// saga's).
+	ReconcileAttempts int
+	ReconcileBackoff  time.Duration
+
+	// Payments configures the payment simulator's business delays and webhook delivery.
+	Payments PaymentsConfig
+	// PaymentsTimeout bounds one HTTP exchange of the Stripe client with the simulator (wall
+	// clock; default stripeadapter.DefaultHTTPTimeout, 10 s): it is how long a lost response
+	// keeps a step waiting.
+	PaymentsTimeout time.Duration
+	// WebhookTolerance is how old a webhook signature's timestamp may be on Clock (default
+	// Stripe's 5 minutes); a compressed clock needs more.
+	WebhookTolerance time.Duration
+
+	// LambdaConcurrency caps invocations in flight in the Lambda host (default 1000, AWS's
+	// account default; excess invocations are throttled as on AWS).
+	LambdaConcurrency int
+	// LambdaTimeout is every function's timeout (default 30 s, wall clock).
+	LambdaTimeout time.Duration
+
+	// RelayPollInterval is how often the stream reader polls the outbox stream (default
+	// 250 ms, wall clock). DisableRelay leaves the outbox unpublished.
+	RelayPollInterval time.Duration
+	DisableRelay      bool
+
+	// DynamoDBFault, when set, is asked before every DynamoDB call the stack's clients make
+	// (operation name and input, e.g. "TransactWriteItems" and *dynamodb.TransactWriteItemsInput);
+	// a non-nil answer fails that call with it, before anything is sent, as a throttle or an
+	// outage would. Tests use it to fail one precise write.
+	DynamoDBFault func(op string, params any) error
+
+	// Logger receives the structured logs of every component (nil discards them).
+	Logger *slog.Logger
+}
+
+// PaymentsConfig configures the payment simulator.
+type PaymentsConfig struct {
+	// ThreeDSDelay is how long a buyer takes to complete 3-D Secure (default 2 s on Clock).
+	ThreeDSDelay time.Duration
+	// LateAuthorizationDelay is how long a late authorization stays processing (default 30 s
+	// on Clock; set it past Hold to produce late success).
+	LateAuthorizationDelay time.Duration
+	// WebhookDuplicateRate (0..1) delivers that share of webhooks twice; WebhookReorder shuffles
+	// deliveries within WebhookReorderWindow; WebhookDelay delays every first delivery.
+	WebhookDuplicateRate float64
+	WebhookReorder       bool
+	WebhookReorderWindow time.Duration
+	WebhookDelay         time.Duration
+	// RefundDelay is how long a refund stays pending before the provider settles it
+	// (succeeded, or failed for paymentsim.PaymentMethodRefundFail); 0 settles at once.
+	RefundDelay time.Duration
+	// Seed makes the simulator's ids and random choices reproducible.
+	Seed int64
+}

@@ -1,0 +1,301 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/seatsaga/seatsaga/internal/api"
+	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/sale/invariants"
+	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal"
+)
+
+// endpoint is the DynamoDB Local every stack of this package shares (each with its own tables).
+var endpoint string
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	srv, err := dynamodblocal.Start(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	endpoint = srv.Endpoint()
+	code := m.Run()
+	_ = srv.Stop()
+	os.Exit(code)
+}
+
+func start(t *testing.T, cfg Config) *Stack {
+	t.Helper()
+	cfg.DynamoDBEndpoint = endpoint
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		begin := time.Now()
+		if err := st.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if d := time.Since(begin); d > 15*time.Second {
+			t.Errorf("Close took %s", d)
+		}
+	})
+	return st
+}
+
+// A small flash sale with every fault the stack can inject: provider 500s before acting, lost
+// provider responses, Lambda service errors before the handler and crashes after it, webhooks
+// duplicated and reordered, declines, 3-D Secure completed late or never, authorizations that
+// arrive after the hold lapsed, and holds that expire within the run on a compressed clock. The
+// saga must keep every promise.
+func TestSaleWithEveryFaultKeepsEveryInvariant(t *testing.T) {
+	const scale = 60
+	st := start(t, Config{
+		Clock:            clock.NewScaled(clock.Real{}, scale),
+		Hold:             10 * time.Minute, // 10 s of wall time
+		SweepGrace:       time.Minute,
+		SweepInterval:    time.Minute,
+		ReconcileBackoff: 30 * time.Second,
+		PaymentsTimeout:  2 * time.Second,
+		WebhookTolerance: scale * 5 * time.Minute,
+		Payments: PaymentsConfig{
+			ThreeDSDelay:           2 * time.Minute,
+			LateAuthorizationDelay: 12 * time.Minute,
+			WebhookDuplicateRate:   0.5,
+			WebhookReorder:         true,
+			WebhookReorderWindow:   scale * time.Second,
+			Seed:                   7,
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := st.RunSale(ctx, SaleOptions{
+		EventID: "faulty-sale", Seats: 12, Buyers: 30, Seed: 3,
+		Mix:         load.Mix{load.Pays: 2, load.Declines: 1, load.ThreeDS: 1, load.ThreeDSNo: 1, load.LateAuth: 1},
+		Faults:      FaultPlan{ProviderFailBefore: 2, ProviderLoseResponse: 1, LambdaFailBefore: 1, LambdaFailAfter: 1},
+		Concurrency: 10, PollInterval: 100 * time.Millisecond, BuyerTimeout: time.Minute, SettleTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fig := res.Figures()
+	t.Logf("figures: %+v", fig)
+	if !res.Settled {
+		t.Errorf("the stack did not settle")
+	}
+	if !res.Verdict.OK() {
+		t.Fatalf("invariants broken under faults:\n%s", res.Verdict)
+	}
+	// The sale really happened and really met its faults.
+	if fig.SeatsSold == 0 || fig.Executions == 0 {
+		t.Fatalf("nothing sold: %+v", fig)
+	}
+	var injected int64
+	for _, fn := range SagaFunctions {
+		injected += st.Lambdas.Stats(fn).FaultsInjected
+	}
+	if injected == 0 {
+		t.Errorf("no Lambda fault was injected")
+	}
+	if fig.TerminalStates["Confirmed"] == 0 || fig.TerminalStates["Rejected: seats taken"]+fig.AdmissionRejected == 0 {
+		t.Errorf("terminal states %v, admission rejections %d: want winners and losers", fig.TerminalStates, fig.AdmissionRejected)
+	}
+	// The seat holders paid in different ways, not only the happy path.
+	if len(fig.ByBehaviour) < 3 || len(fig.TerminalStates) < 2 {
+		t.Errorf("holders by behaviour %v, terminal states %v: want a mix", fig.ByBehaviour, fig.TerminalStates)
+	}
+	if fig.SeatsSold != res.Verdict.PaidSeats {
+		t.Errorf("sold %d, paid %d", fig.SeatsSold, res.Verdict.PaidSeats)
+	}
+}
+
+// The control: the same checker over the same stack must fail when one step is broken. The
+// claim Lambda is replaced by one that skips the claim's condition (it forces the seats back
+// to AVAILABLE before the real claim runs), and a second buyer reaches the saga for a seat
+// the first already bought, as one whose admission pre-check read a stale seat would. First
+// the same sequence runs with the real claim: the second buyer is rejected and the checker
+// passes; then with the broken claim the seat is sold twice and the checker names it.
+func TestControlBrokenClaimIsCaught(t *testing.T) {
+	st := start(t, Config{Hold: 10 * time.Minute, SweepInterval: -1, PaymentsTimeout: 2 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	sellTwice := func(eventID string) (first, second string) {
+		if _, err := st.SeedEvent(ctx, eventID, 2); err != nil {
+			t.Fatal(err)
+		}
+		first = buyThroughAPI(ctx, t, st, eventID, "alice", "S1")
+		second = api.ReservationID("bob", eventID+"-bob")
+		in, _ := json.Marshal(saga.Input{
+			ReservationID: second, EventID: eventID, SeatIDs: []string{"S1"}, CustomerID: "bob",
+			Amount: 5000, Currency: "eur", IdempotencyKey: eventID + "-bob", PaymentMethod: "pm_card_visa",
+		})
+		if _, err := st.SFN.StartExecution(ctx, &sfn.StartExecutionInput{
+			StateMachineArn: aws.String(st.StateMachineARN), Name: aws.String(second), Input: aws.String(string(in)),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Settle(ctx, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		return first, second
+	}
+
+	_, bob := sellTwice("honest")
+	v, err := st.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.OK() {
+		t.Fatalf("with the real claim the checker must pass:\n%s", v)
+	}
+	if desc := describe(ctx, t, st, bob); desc != "FAILED" {
+		t.Fatalf("second buyer's execution %s, want FAILED (seat taken)", desc)
+	}
+
+	real := st.Steps.ClaimHandler
+	st.Lambdas.Register(FnClaim, func(ctx context.Context, in saga.State) (saga.Hold, error) {
+		for _, seat := range in.SeatIDs {
+			_, err := st.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: aws.String(st.Names.Of(tables.SeatsTable)),
+				Key:       map[string]types.AttributeValue{tables.AttrSeatKey: &types.AttributeValueMemberS{Value: in.EventID + "#" + seat}},
+				// No condition: whatever holds the seat is overwritten.
+				UpdateExpression:          aws.String("SET #s = :a REMOVE " + tables.AttrReservationID + ", " + tables.AttrHoldExpiresAt),
+				ExpressionAttributeNames:  map[string]string{"#s": "state"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberS{Value: invariants.Available}},
+			})
+			if err != nil {
+				return saga.Hold{}, err
+			}
+		}
+		return real(ctx, in)
+	})
+	alice, bob := sellTwice("broken")
+	v, err = st.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.OK() {
+		t.Fatalf("the checker passed a seat sold twice (alice %s, bob %s)", alice, bob)
+	}
+	t.Logf("verdict with the broken claim:\n%s", v)
+	for _, rule := range []invariants.Rule{invariants.RuleConfirmedOwnsSeats, invariants.RuleSoldEqualsCaptured} {
+		if !v.Broken(rule) {
+			t.Errorf("rule %s not reported", rule)
+		}
+	}
+	named := false
+	for _, x := range v.Violations {
+		if x.Seat == "broken#S1" && (x.ReservationID == alice || x.ReservationID == bob) {
+			named = true
+		}
+		if strings.HasPrefix(x.Seat, "honest#") {
+			t.Errorf("violation on the honest event: %s", x)
+		}
+	}
+	if !named {
+		t.Errorf("no violation names seat broken#S1 and one of its buyers")
+	}
+}
+
+// buyThroughAPI books seat for customer through the HTTP API and waits until it is paid.
+func buyThroughAPI(ctx context.Context, t *testing.T, st *Stack, eventID, customer, seat string) string {
+	t.Helper()
+	token, err := st.Token(customer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"seatIds":[%q],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`, seat)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoints.API+"/events/"+eventID+"/reservations", bytes.NewReader([]byte(body)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", eventID+"-"+customer)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", resp.StatusCode, raw)
+	}
+	var created struct {
+		ReservationID string `json:"reservationId"`
+	}
+	if err := json.Unmarshal(raw, &created); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, st.Endpoints.API+"/reservations/"+created.ReservationID, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cur struct{ Status, PaymentState string }
+		_ = json.NewDecoder(resp.Body).Decode(&cur)
+		resp.Body.Close()
+		if cur.Status == "CONFIRMED" && cur.PaymentState == "PAID" {
+			return created.ReservationID
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never got paid (last %+v)", created.ReservationID, cur)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func describe(ctx context.Context, t *testing.T, st *Stack, reservationID string) string {
+	t.Helper()
+	out, err := st.SFN.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(st.ExecutionARN(reservationID))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out.Status)
+}
+
+// Inspect shows a reservation's timeline, items, outbox events and ledger.
+func TestInspectShowsAWholeBooking(t *testing.T) {
+	st := start(t, Config{SweepInterval: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := st.SeedEvent(ctx, "show", 1); err != nil {
+		t.Fatal(err)
+	}
+	id := buyThroughAPI(ctx, t, st, "show", "carol", "S1")
+	if err := st.Settle(ctx, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := st.Inspector().Inspect(ctx, &out, id); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"▶ Claim seats", "◀ Capture payment", "Confirmed", "SeatsHeld", "ReservationConfirmed",
+		"show#S1: ", "state=CONFIRMED", "captured=5000", "state transitions"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("inspection lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -1,0 +1,439 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"sort"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/sale/invariants"
+	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+)
+
+// FaultPlan says how much goes wrong during a sale. Counts are absolute numbers of injected
+// failures; each is armed before the buyers arrive and hits the next calls.
+type FaultPlan struct {
+	// ProviderFailBefore makes that many calls to each of the provider's confirm, capture,
+	// cancel and retrieve endpoints answer 500 without acting.
+	ProviderFailBefore int
+	// ProviderLoseResponse makes that many calls to each of confirm and capture act and then
+	// lose their response (the client times out; the state changed).
+	ProviderLoseResponse int
+	// LambdaFailBefore makes that many invocations of each saga function fail with a Lambda
+	// service error before the handler runs; LambdaFailAfter lets the handler run (its writes
+	// happen) and then fails the invocation, the crash-after-write each step must survive.
+	LambdaFailBefore int
+	LambdaFailAfter  int
+	// Spread arms each fault on its own at a random moment within this much wall time, so
+	// faults hit calls across the sale instead of the first few in a row (zero: all at once).
+	Spread time.Duration
+	// Seed makes the moments reproducible.
+	Seed int64
+}
+
+// Any reports whether the plan injects anything.
+func (f FaultPlan) Any() bool {
+	return f.ProviderFailBefore+f.ProviderLoseResponse+f.LambdaFailBefore+f.LambdaFailAfter > 0
+}
+
+// Arm injects the plan into the simulator and the Lambda host.
+func (st *Stack) Arm(f FaultPlan) error {
+	var arms []func() error
+	repeat := func(n int, arm func() error) {
+		for i := 0; i < n; i++ {
+			arms = append(arms, arm)
+		}
+	}
+	for _, ep := range []stripesim.Endpoint{stripesim.EndpointConfirmIntent, stripesim.EndpointCaptureIntent,
+		stripesim.EndpointCancelIntent, stripesim.EndpointRetrieveIntent} {
+		repeat(f.ProviderFailBefore, func() error { st.Payments.FailNext(ep, 1); return nil })
+	}
+	for _, ep := range []stripesim.Endpoint{stripesim.EndpointConfirmIntent, stripesim.EndpointCaptureIntent} {
+		repeat(f.ProviderLoseResponse, func() error { st.Payments.LoseResponseNext(ep, 1); return nil })
+	}
+	for _, fn := range SagaFunctions {
+		repeat(f.LambdaFailBefore, func() error { return st.Lambdas.FailBefore(fn, 1, lambdahost.ServiceException()) })
+		repeat(f.LambdaFailAfter, func() error { return st.Lambdas.FailAfter(fn, 1, lambdahost.ServiceException()) })
+	}
+	if f.Spread <= 0 {
+		for _, arm := range arms {
+			if err := arm(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rng := rand.New(rand.NewSource(f.Seed))
+	for _, arm := range arms {
+		at := time.Duration(rng.Int63n(int64(f.Spread)))
+		timer := time.AfterFunc(at, func() {
+			if st.ctx.Err() == nil {
+				if err := arm(); err != nil {
+					st.log.Warn("localstack: arm fault", "error", err.Error())
+				}
+			}
+		})
+		st.onClose(func() error { timer.Stop(); return nil })
+	}
+	return nil
+}
+
+// SaleOptions describe a flash sale.
+type SaleOptions struct {
+	EventID       string
+	Seats         int
+	Buyers        int
+	SeatsPerBuyer int
+	Mix           load.Mix
+	// Pricing prices the sale's seats; nil uses the stack's Config.Pricing. Buyers send no
+	// amount: the API charges the seats' prices.
+	Pricing *Pricing
+	Seed    int64
+	Faults  FaultPlan
+	// Concurrency bounds buyers in flight; PollInterval is how often a buyer reads its status.
+	Concurrency  int
+	PollInterval time.Duration
+	// BuyerTimeout bounds one buyer's wait for a final status (wall clock); SettleTimeout the
+	// wait for the whole stack to go quiet after the last buyer (wall clock).
+	BuyerTimeout  time.Duration
+	SettleTimeout time.Duration
+	// SampleInterval is how often seats are counted by state for the timeline (0: 500 ms).
+	SampleInterval time.Duration
+	// ClockScale is how many times faster the stack's clock runs than the wall clock (a
+	// clock.Scaled factor; 0 means 1); it turns the engine's timestamps into wall time.
+	ClockScale float64
+	// Progress is called after each buyer finishes.
+	Progress func(done, total int)
+	// Settling is called while waiting for the stack to go quiet, with the reason it is not.
+	Settling func(reason string)
+}
+
+// SaleResult is everything a sale produced.
+type SaleResult struct {
+	Options  SaleOptions
+	Run      *load.Run
+	Summary  load.Summary
+	Settled  bool
+	Verdict  invariants.Verdict
+	Snapshot invariants.Snapshot
+	Traces   []ExecutionTrace
+	Samples  []SeatSample
+	// Invocations counts handler runs per function; Lambda errors per function.
+	Invocations map[string]int64
+	Errors      map[string]int64
+	// SettleTime is how long the stack took to go quiet after the last buyer.
+	SettleTime time.Duration
+
+	stateTypes map[string]string
+}
+
+// RunSale seeds the event, arms the faults, drives the buyers through the HTTP API, waits for
+// the stack to settle and checks every invariant. A non-nil error means the sale could not be
+// run or checked; broken invariants are in Verdict.
+func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error) {
+	if o.EventID == "" {
+		o.EventID = "flash-sale"
+	}
+	if o.SettleTimeout <= 0 {
+		o.SettleTimeout = 3 * time.Minute
+	}
+	if o.SampleInterval <= 0 {
+		o.SampleInterval = 500 * time.Millisecond
+	}
+	pricing := st.cfg.Pricing
+	if o.Pricing != nil {
+		pricing = *o.Pricing
+	}
+	seats, err := st.SeedEventPriced(ctx, o.EventID, o.Seats, pricing)
+	if err != nil {
+		return nil, err
+	}
+	buyers, err := load.Plan(load.PlanOptions{
+		Buyers: o.Buyers, Seats: seats, SeatsPerBuyer: o.SeatsPerBuyer, Mix: o.Mix, Seed: o.Seed,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Arm(o.Faults); err != nil {
+		return nil, err
+	}
+	st.Lambdas.ResetStats()
+	sampler := st.SampleSeats(o.SampleInterval)
+	res := &SaleResult{Options: o}
+	res.Run, err = load.Drive(ctx, load.Options{
+		BaseURL: st.Endpoints.API, EventID: o.EventID, Buyers: buyers,
+		Concurrency: o.Concurrency, Token: st.Token,
+		PollInterval: o.PollInterval, SettleTimeout: o.BuyerTimeout,
+		Progress: o.Progress,
+	})
+	if err != nil {
+		sampler.Stop()
+		return nil, fmt.Errorf("localstack: drive buyers: %w", err)
+	}
+	res.Summary = res.Run.Summarize()
+	settleStart := time.Now()
+	settleCtx, cancel := context.WithTimeout(ctx, o.SettleTimeout)
+	res.Settled = st.settleReporting(settleCtx, o.Settling) == nil
+	cancel()
+	res.SettleTime = time.Since(settleStart)
+	res.Samples = sampler.Stop()
+	if res.Snapshot, err = invariants.Collect(ctx, st.Sources()); err != nil {
+		return nil, err
+	}
+	res.Verdict = invariants.Check(res.Snapshot)
+	if res.Traces, err = st.Traces(ctx, 8); err != nil {
+		return nil, err
+	}
+	if res.stateTypes, err = stateTypes(st.Definition); err != nil {
+		return nil, err
+	}
+	res.Invocations, res.Errors = map[string]int64{}, map[string]int64{}
+	for _, fn := range st.Lambdas.Functions() {
+		s := st.Lambdas.Stats(fn)
+		res.Invocations[fn] = s.Invocations
+		res.Errors[fn] = s.Errors
+	}
+	return res, nil
+}
+
+// stateTypes maps the definition's top-level state names to their types.
+func stateTypes(definition []byte) (map[string]string, error) {
+	var def struct {
+		States map[string]struct {
+			Type string `json:"Type"`
+		} `json:"States"`
+	}
+	if err := json.Unmarshal(definition, &def); err != nil {
+		return nil, fmt.Errorf("localstack: read the state machine: %w", err)
+	}
+	out := make(map[string]string, len(def.States))
+	for name, s := range def.States {
+		out[name] = s.Type
+	}
+	return out, nil
+}
+
+func (st *Stack) settleReporting(ctx context.Context, report func(string)) error {
+	for {
+		quiet, why, err := st.Quiet(ctx)
+		if err != nil {
+			return err
+		}
+		if quiet {
+			return nil
+		}
+		if report != nil {
+			report(why)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Figures are the numbers a sale is judged by.
+type Figures struct {
+	Buyers          int     `json:"buyers"`
+	Seats           int     `json:"seats"`
+	SeatsSold       int     `json:"seatsSold"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	BuyersPerSecond float64 `json:"buyersPerSecond"`
+	// AdmissionSeconds is how long the API took to answer every buyer's POST;
+	// AdmissionsPerSecond the POSTs answered per second over that window; BookingsPerSecond
+	// the confirmed bookings per second over the whole run.
+	AdmissionSeconds    float64 `json:"admissionSeconds"`
+	AdmissionsPerSecond float64 `json:"admissionsPerSecond"`
+	BookingsPerSecond   float64 `json:"bookingsPerSecond"`
+	// StatusPolls are the buyers' GETs (each one api invocation).
+	StatusPolls int            `json:"statusPolls"`
+	Outcomes    map[string]int `json:"buyerOutcomes"`
+	// AdmissionRejected are losers turned away before StartExecution; SagaRejected lost the
+	// race inside the saga (the claim's conditional write); LosersTurnedAwayEarly is the
+	// former's share of all losers.
+	AdmissionRejected     int     `json:"admissionRejected"`
+	SagaRejected          int     `json:"sagaRejected"`
+	LosersTurnedAwayEarly float64 `json:"losersTurnedAwayEarly"`
+	// ByBehaviour counts, per payment behaviour, how the buyers who held seats ended
+	// (behaviour → buyer outcome → count).
+	ByBehaviour map[string]map[string]int `json:"heldByBehaviour"`
+	// TerminalStates counts executions by the last state they entered (RUNNING ones apart).
+	TerminalStates map[string]int `json:"terminalStates"`
+	Executions     int            `json:"executions"`
+	// Payments counts PaymentIntents by provider status; Refunds the refunded ones.
+	Payments map[string]int `json:"payments"`
+	Refunds  int            `json:"refunds"`
+	// Latencies in milliseconds (wall clock, as buyers saw them by polling).
+	HoldP50    float64 `json:"holdP50Ms"`
+	HoldP95    float64 `json:"holdP95Ms"`
+	HoldP99    float64 `json:"holdP99Ms"`
+	ConfirmP50 float64 `json:"confirmP50Ms"`
+	ConfirmP95 float64 `json:"confirmP95Ms"`
+	ConfirmP99 float64 `json:"confirmP99Ms"`
+	PostP50    float64 `json:"postP50Ms"`
+	PostP95    float64 `json:"postP95Ms"`
+	PostP99    float64 `json:"postP99Ms"`
+	// EngineHold* is from StartExecution to the claim's success, EngineConfirm* to the
+	// Succeed state, as the execution histories time them (wall-clock milliseconds): what the
+	// saga takes, without the buyers' polling.
+	EngineHoldP50    float64 `json:"engineHoldP50Ms"`
+	EngineHoldP95    float64 `json:"engineHoldP95Ms"`
+	EngineHoldP99    float64 `json:"engineHoldP99Ms"`
+	EngineConfirmP50 float64 `json:"engineConfirmP50Ms"`
+	EngineConfirmP95 float64 `json:"engineConfirmP95Ms"`
+	EngineConfirmP99 float64 `json:"engineConfirmP99Ms"`
+	// PostService* are the POST requests' own latency, without waiting for a client slot.
+	PostServiceP50 float64 `json:"postServiceP50Ms"`
+	PostServiceP95 float64 `json:"postServiceP95Ms"`
+	PostServiceP99 float64 `json:"postServiceP99Ms"`
+	// Transitions and invocations: totals, per confirmed booking and per execution.
+	Transitions             int     `json:"stateTransitions"`
+	TransitionsPerBooking   float64 `json:"stateTransitionsPerBooking"`
+	TransitionsPerExecution float64 `json:"stateTransitionsPerExecution"`
+	HappyPathTransitions    float64 `json:"happyPathTransitions"`
+	Invocations             int64   `json:"lambdaInvocations"`
+	// InvocationsPerBooking leaves out the buyers' status polls, which depend only on how
+	// often a client asks.
+	InvocationsPerBooking     float64 `json:"lambdaInvocationsPerBookingWithoutPolls"`
+	SagaInvocationsPerBooking float64 `json:"sagaLambdaInvocationsPerBooking"`
+	InvariantsPass            bool    `json:"invariantsPass"`
+	Violations                int     `json:"violations"`
+	Settled                   bool    `json:"settled"`
+	SettleSeconds             float64 `json:"settleSeconds"`
+}
+
+// Figures computes the sale's numbers.
+func (r *SaleResult) Figures() Figures {
+	s := r.Summary
+	f := Figures{
+		Buyers: s.Buyers, Seats: r.Options.Seats, DurationSeconds: s.Duration.Seconds(),
+		BuyersPerSecond: s.Throughput(), Outcomes: map[string]int{},
+		AdmissionRejected: s.ByOutcome[load.AdmissionRejected], SagaRejected: s.ByOutcome[load.SagaRejected],
+		LosersTurnedAwayEarly: s.TurnedAwayEarly(),
+		TerminalStates:        map[string]int{}, Executions: len(r.Traces), Payments: map[string]int{},
+		InvariantsPass: r.Verdict.OK(), Violations: len(r.Verdict.Violations),
+		Settled: r.Settled, SettleSeconds: r.SettleTime.Seconds(),
+		AdmissionSeconds: s.AdmissionWindow.Seconds(), AdmissionsPerSecond: s.AdmissionThroughput(),
+		StatusPolls: s.Polls,
+	}
+	for k, v := range s.ByOutcome {
+		f.Outcomes[string(k)] = v
+	}
+	f.ByBehaviour = map[string]map[string]int{}
+	for _, res := range r.Run.Results {
+		if res.HoldLatency == 0 {
+			continue
+		}
+		b := string(res.Buyer.Behaviour)
+		if f.ByBehaviour[b] == nil {
+			f.ByBehaviour[b] = map[string]int{}
+		}
+		f.ByBehaviour[b][string(res.Outcome)]++
+	}
+	for _, seat := range r.Snapshot.Seats {
+		if seat.State == invariants.Confirmed {
+			f.SeatsSold++
+		}
+	}
+	for _, p := range r.Snapshot.Payments {
+		f.Payments[p.Status]++
+		if p.Refunded > 0 {
+			f.Refunds++
+		}
+	}
+	happy, happyN := 0, 0
+	for _, t := range r.Traces {
+		f.Transitions += t.Transitions
+		if t.Status == invariants.ExecRunning {
+			f.TerminalStates["(running)"]++
+			continue
+		}
+		last := "(none)"
+		if len(t.States) > 0 {
+			last = t.States[len(t.States)-1]
+		}
+		f.TerminalStates[last]++
+		if last == "Confirmed" {
+			happy += t.Transitions
+			happyN++
+		}
+	}
+	pct := func(v []float64) (float64, float64, float64) {
+		return percentile(v, 50), percentile(v, 95), percentile(v, 99)
+	}
+	f.HoldP50, f.HoldP95, f.HoldP99 = pct(s.HoldMs)
+	f.ConfirmP50, f.ConfirmP95, f.ConfirmP99 = pct(s.ConfirmMs)
+	f.PostP50, f.PostP95, f.PostP99 = pct(s.PostMs)
+	f.PostServiceP50, f.PostServiceP95, f.PostServiceP99 = pct(s.PostServiceMs)
+	holdMs, confirmMs := r.EngineLatencies()
+	f.EngineHoldP50, f.EngineHoldP95, f.EngineHoldP99 = pct(holdMs)
+	f.EngineConfirmP50, f.EngineConfirmP95, f.EngineConfirmP99 = pct(confirmMs)
+	bookings := s.ByOutcome[load.Confirmed]
+	var saga int64
+	for fn, n := range r.Invocations {
+		f.Invocations += n
+		for _, sf := range SagaFunctions {
+			if fn == sf {
+				saga += n
+			}
+		}
+	}
+	if s.Duration > 0 {
+		f.BookingsPerSecond = float64(bookings) / s.Duration.Seconds()
+	}
+	if bookings > 0 {
+		f.TransitionsPerBooking = float64(f.Transitions) / float64(bookings)
+		f.InvocationsPerBooking = float64(f.Invocations-int64(s.Polls)) / float64(bookings)
+		f.SagaInvocationsPerBooking = float64(saga) / float64(bookings)
+	}
+	if len(r.Traces) > 0 {
+		f.TransitionsPerExecution = float64(f.Transitions) / float64(len(r.Traces))
+	}
+	if happyN > 0 {
+		f.HappyPathTransitions = float64(happy) / float64(happyN)
+	}
+	return f
+}
+
+// EngineLatencies reads from the execution histories, in wall-clock milliseconds, how long
+// each execution took from its start to leaving the state machine's first state towards a
+// state that is not a Fail (the seats are held), and to entering a Succeed state.
+func (r *SaleResult) EngineLatencies() (holdMs, confirmMs []float64) {
+	scale := r.Options.ClockScale
+	if scale <= 0 {
+		scale = 1
+	}
+	wall := func(d time.Duration) float64 { return float64(d) / scale / float64(time.Millisecond) }
+	for _, t := range r.Traces {
+		if len(t.States) < 2 || t.Start.IsZero() {
+			continue
+		}
+		if r.stateTypes[t.States[1]] != "Fail" && !t.Exited[0].IsZero() {
+			holdMs = append(holdMs, wall(t.Exited[0].Sub(t.Start)))
+		}
+		for i, name := range t.States {
+			if r.stateTypes[name] == "Succeed" {
+				confirmMs = append(confirmMs, wall(t.Entered[i].Sub(t.Start)))
+				break
+			}
+		}
+	}
+	sort.Float64s(holdMs)
+	sort.Float64s(confirmMs)
+	return holdMs, confirmMs
+}
+
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	v := append([]float64(nil), sorted...)
+	sort.Float64s(v)
+	rank := int(float64(len(v))*p/100+0.999999) - 1
+	return v[min(max(rank, 0), len(v)-1)]
+}

@@ -1,0 +1,399 @@
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/seatsaga/seatsaga/internal/app"
+	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/config"
+	"github.com/seatsaga/seatsaga/internal/consumer"
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/modroot"
+	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
+	"github.com/seatsaga/seatsaga/internal/relay"
+	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/apigateway"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal"
+	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
+	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+)
+
+// Endpoints are the base URLs of the local services.
+type Endpoints struct {
+	// API is the API Gateway stand-in: POST /events/{eventId}/reservations,
+	// GET|DELETE /reservations/{id}, POST /webhooks/stripe.
+	API string
+	// StepFunctions serves the Step Functions API (aws-sdk-go-v2/service/sfn).
+	StepFunctions string
+	// Lambda serves the Lambda Invoke API (aws-sdk-go-v2/service/lambda).
+	Lambda string
+	// DynamoDB is DynamoDB Local (also its Streams API).
+	DynamoDB string
+	// Payments is the Stripe-compatible payment simulator (stripe-go's base URL).
+	Payments string
+}
+
+// Stack is a running local seatsaga. Its fields are ready to use after Start and must not be
+// replaced.
+type Stack struct {
+	Endpoints Endpoints
+	// AppConfig is the configuration every handler was built from, as a Lambda's environment
+	// would give it.
+	AppConfig config.Config
+	Names     tables.Names
+	// StateMachineARN is the saga's state machine; executions are named by reservation id.
+	StateMachineARN string
+
+	// Clients of the local services, built as the Lambdas build theirs.
+	DynamoDB *dynamodb.Client
+	SFN      *sfn.Client
+	Lambda   *lambda.Client
+
+	Clock clock.Clock
+	// Lambdas is the Lambda host: fault hooks (FailBefore, FailAfter, SetLatency) and
+	// Register, which replaces a handler (the control tests inject a broken step with it).
+	Lambdas *lambdahost.Host
+	// Payments is the payment simulator: its ledger, faults and webhook configuration.
+	Payments *stripesim.Sim
+	// Bus is the in-memory EventBridge the relay publishes the outbox to.
+	Bus *relay.MemoryBus
+	// Metrics receives every handler's counts.
+	Metrics *metrics.Memory
+	// Steps are the saga steps the step functions run (tests wrap them to inject a broken step).
+	Steps *saga.Steps
+	// Notifications records what the example consumer sent customers.
+	Notifications *consumer.MemorySender
+	// Auth issues dev bearer tokens for the customer routes.
+	Auth *apigateway.DevAuthorizer
+	// WebhookSecret is the simulator's signing secret the webhook handler verifies with.
+	WebhookSecret string
+	// Definition is the ASL the engine runs (statemachine/reservation.asl.json).
+	Definition []byte
+
+	cfg Config
+	log *slog.Logger
+	// base is what every handler was built from (internal/app).
+	base   *app.Base
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	ddb       *dynamodblocal.Server
+	gateway   *apigateway.Server
+	sfnServer *stepfunctions.Server
+	relay     *relay.Relay
+	sweeper   *sweepLoop
+
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+	closers   []func() error
+}
+
+// Start brings the whole stack up and returns it; on error everything already started is
+// stopped. ctx bounds start-up only: the stack runs until Close.
+func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
+	cfg = withDefaults(cfg)
+	runCtx, cancel := context.WithCancel(context.Background())
+	st := &Stack{
+		cfg: cfg, log: cfg.Logger, ctx: runCtx, cancel: cancel,
+		Clock:         cfg.Clock,
+		Metrics:       metrics.NewMemory(),
+		Names:         tables.Names{Prefix: cfg.TablePrefix},
+		WebhookSecret: "whsec_local_" + randomHex(12),
+		Auth:          &apigateway.DevAuthorizer{Secret: []byte(randomHex(32)), Now: cfg.Clock.Now},
+	}
+	defer func() {
+		if err != nil {
+			_ = st.Close()
+		}
+	}()
+	if st.Definition, err = loadDefinition(); err != nil {
+		return nil, err
+	}
+	if err := st.startDynamoDB(ctx); err != nil {
+		return nil, err
+	}
+	if err := st.startPayments(); err != nil {
+		return nil, err
+	}
+	if err := st.startLambdaHost(); err != nil {
+		return nil, err
+	}
+	if err := st.startEngine(ctx); err != nil {
+		return nil, err
+	}
+	st.AppConfig = st.appConfig()
+	if err := st.registerHandlers(ctx); err != nil {
+		return nil, err
+	}
+	if err := st.startGateway(); err != nil {
+		return nil, err
+	}
+	st.Payments.SetWebhook(stripesim.WebhookConfig{
+		URL:           st.Endpoints.API + "/webhooks/stripe",
+		Secret:        st.WebhookSecret,
+		DuplicateRate: cfg.Payments.WebhookDuplicateRate,
+		Reorder:       cfg.Payments.WebhookReorder,
+		ReorderWindow: cfg.Payments.WebhookReorderWindow,
+		Delay:         cfg.Payments.WebhookDelay,
+		// API Gateway gives an integration 29 s; a busy laptop needs more than the
+		// simulator's default 5 s before a slow answer turns into a retry storm.
+		Timeout: 25 * time.Second,
+	})
+	if !cfg.DisableRelay {
+		if err := st.startRelay(ctx); err != nil {
+			return nil, err
+		}
+	}
+	st.startSweeper()
+	st.log.Info("localstack: up", "api", st.Endpoints.API, "stepFunctions", st.Endpoints.StepFunctions,
+		"lambda", st.Endpoints.Lambda, "dynamodb", st.Endpoints.DynamoDB, "payments", st.Endpoints.Payments,
+		"tablePrefix", st.Names.Prefix)
+	return st, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.TablePrefix == "" {
+		cfg.TablePrefix = "ss" + randomHex(4) + "-"
+	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = config.DefaultHold
+	}
+	if cfg.MaxSeats <= 0 {
+		cfg.MaxSeats = config.DefaultMaxSeats
+	}
+	if cfg.LateSuccessPolicy == "" {
+		cfg.LateSuccessPolicy = config.DefaultLateSuccess
+	}
+	if cfg.SweepGrace <= 0 {
+		cfg.SweepGrace = config.DefaultSweepGrace
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Minute
+	}
+	if cfg.LambdaTimeout <= 0 {
+		cfg.LambdaTimeout = lambdahost.DefaultTimeout
+	}
+	if cfg.RelayPollInterval <= 0 {
+		cfg.RelayPollInterval = 250 * time.Millisecond
+	}
+	if cfg.PaymentsTimeout <= 0 {
+		cfg.PaymentsTimeout = stripeadapter.DefaultHTTPTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// Close stops everything the stack started, in reverse order, within a bounded time; the
+// DynamoDB Local process (when the stack started one) is stopped last. Safe to call twice.
+func (st *Stack) Close() error {
+	var errs []error
+	st.closeOnce.Do(func() {
+		st.cancel()
+		if st.sweeper != nil {
+			st.sweeper.stop()
+		}
+		for i := len(st.closers) - 1; i >= 0; i-- {
+			if err := st.closers[i](); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		done := make(chan struct{})
+		go func() { st.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			errs = append(errs, errors.New("localstack: background loops did not stop within 10s"))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (st *Stack) onClose(f func() error) { st.closers = append(st.closers, f) }
+
+func (st *Stack) startDynamoDB(ctx context.Context) error {
+	endpoint := st.cfg.DynamoDBEndpoint
+	if endpoint == "" {
+		srv, err := dynamodblocal.Start(ctx)
+		if err != nil {
+			return fmt.Errorf("localstack: %w", err)
+		}
+		st.ddb = srv
+		st.onClose(srv.Stop)
+		endpoint = srv.Endpoint()
+	}
+	client, err := dynamodblocal.NewClient(ctx, endpoint)
+	if err != nil {
+		return fmt.Errorf("localstack: %w", err)
+	}
+	if err := dynamodblocal.CreateTables(ctx, client, st.Names); err != nil {
+		return fmt.Errorf("localstack: %w", err)
+	}
+	if st.ddb == nil {
+		// A shared DynamoDB outlives the stack: take the tables away with it.
+		st.onClose(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return dynamodblocal.DeleteTables(ctx, client, st.Names)
+		})
+	}
+	if st.cfg.DynamoDBFault != nil {
+		client = dynamodb.New(client.Options(), func(o *dynamodb.Options) {
+			o.APIOptions = append(o.APIOptions, faultMiddleware(st.cfg.DynamoDBFault))
+		})
+	}
+	st.DynamoDB = client
+	st.Endpoints.DynamoDB = endpoint
+	return nil
+}
+
+func (st *Stack) startPayments() error {
+	p := st.cfg.Payments
+	st.Payments = stripesim.New(stripesim.Options{
+		Clock:                  st.Clock,
+		ThreeDSDelay:           p.ThreeDSDelay,
+		LateAuthorizationDelay: p.LateAuthorizationDelay,
+		RefundDelay:            p.RefundDelay,
+		// The Stripe client's timeout is what ends a lost response; keep the hold shorter so
+		// Close never waits on one.
+		LostResponseHold: 15 * time.Second,
+		Seed:             p.Seed,
+		Logger:           st.log,
+	})
+	if err := st.Payments.Start(st.ctx, "127.0.0.1:0"); err != nil {
+		return fmt.Errorf("localstack: start payment simulator: %w", err)
+	}
+	st.onClose(func() error { st.Payments.Close(); return nil })
+	st.Endpoints.Payments = st.Payments.URL()
+	return nil
+}
+
+func (st *Stack) startLambdaHost() error {
+	st.Lambdas = lambdahost.New(lambdahost.Options{
+		Region:         Region,
+		AccountID:      AccountID,
+		MaxConcurrency: st.cfg.LambdaConcurrency,
+		Timeout:        st.cfg.LambdaTimeout,
+		Logger:         st.log,
+	})
+	url, err := st.Lambdas.Start(st.ctx, "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("localstack: %w", err)
+	}
+	st.onClose(st.Lambdas.Close)
+	st.Endpoints.Lambda = url
+	st.Lambda = lambda.New(lambda.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(url),
+		Credentials:  localCredentials(),
+		// The state machine and the gateway do their own retrying, as on AWS.
+		RetryMaxAttempts: 1,
+	})
+	return nil
+}
+
+func (st *Stack) startGateway() error {
+	st.gateway = apigateway.New(apigateway.Options{
+		Invoker:    apigateway.LambdaInvoker{Client: st.Lambda},
+		Authorizer: st.Auth,
+		Logger:     st.log,
+		Routes: []apigateway.Route{
+			{Method: "POST", Resource: "/events/{eventId}/reservations", Function: FnAPI, Authorized: true},
+			{Method: "GET", Resource: "/reservations/{id}", Function: FnAPI, Authorized: true},
+			{Method: "DELETE", Resource: "/reservations/{id}", Function: FnAPI, Authorized: true},
+			{Method: "POST", Resource: "/webhooks/stripe", Function: FnWebhook},
+		},
+	})
+	url, err := st.gateway.Start("127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("localstack: %w", err)
+	}
+	st.onClose(st.gateway.Close)
+	st.Endpoints.API = url
+	return nil
+}
+
+// Token returns a dev bearer token for customer, valid for a day of the stack's clock.
+func (st *Stack) Token(customer string) (string, error) {
+	return st.Auth.Token(customer, 24*time.Hour)
+}
+
+// FunctionARN is the local ARN of a function.
+func FunctionARN(name string) string {
+	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", Region, AccountID, name)
+}
+
+// Substitutions maps the state machine's ${…FunctionArn} placeholders to local function ARNs.
+func Substitutions() map[string]string {
+	return map[string]string{
+		"ClaimFunctionArn":      FunctionARN(FnClaim),
+		"AuthorizeFunctionArn":  FunctionARN(FnAuthorize),
+		"ConfirmFunctionArn":    FunctionARN(FnConfirm),
+		"CaptureFunctionArn":    FunctionARN(FnCapture),
+		"CompensateFunctionArn": FunctionARN(FnCompensate),
+		"ReconcileFunctionArn":  FunctionARN(FnReconcile),
+	}
+}
+
+// DefinitionPath is where the state machine lives, relative to the module root.
+const DefinitionPath = "statemachine/reservation.asl.json"
+
+func loadDefinition() ([]byte, error) {
+	root, err := modroot.FromWorkingDir()
+	if err != nil {
+		return nil, fmt.Errorf("localstack: find the module root for %s: %w", DefinitionPath, err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, DefinitionPath))
+	if err != nil {
+		return nil, fmt.Errorf("localstack: read the state machine: %w", err)
+	}
+	return b, nil
+}
+
+func localCredentials() aws.CredentialsProvider {
+	return aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "localstack"}, nil
+	})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// faultMiddleware asks fault before each call; it runs at the initialize step, before the
+// SDK's retries, so an injected failure reaches the caller as the SDK's last error would.
+func faultMiddleware(fault func(op string, params any) error) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("seatsagaInjectedFault",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if err := fault(awsmiddleware.GetOperationName(ctx), in.Parameters); err != nil {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, err
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
+}

@@ -1,0 +1,707 @@
+// Package sfnlocal serves the Step Functions API (awsJson1.0, X-Amz-Target
+// AWSStepFunctions.*) over the local ASL interpreter, so that
+// aws-sdk-go-v2/service/sfn works against it with only a base endpoint.
+package stepfunctions
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/twin/asl"
+)
+
+// Options configures a Server.
+type Options struct {
+	Clock     clock.Clock    // default clock.Real{}
+	Invoker   asl.Invoker    // Lambda invocations (e.g. lambdainvoke.New(lambdaClient))
+	Mocker    asl.TaskMocker // optional: Step Functions Local MockConfigFile test cases
+	Region    string         // default us-east-1
+	AccountID string         // default 123456789012
+	// Substitutions are applied to every definition given to CreateStateMachine,
+	// as CloudFormation applies DefinitionSubstitutions (${Name} → value). A
+	// placeholder left without a value makes the definition invalid.
+	Substitutions map[string]string
+	Logger        *slog.Logger
+}
+
+// Server is a local Step Functions service.
+type Server struct {
+	opts   Options
+	engine *asl.Engine
+	log    *slog.Logger
+
+	mu         sync.Mutex
+	machines   map[string]*machine // by ARN
+	executions map[string]*asl.Execution
+	byMachine  map[string][]*asl.Execution // by state machine ARN, in start order
+	names      map[string]*asl.Execution   // by state machine ARN + "\x00" + execution name
+
+	httpSrv  *http.Server
+	listener net.Listener
+}
+
+type machine struct {
+	arn, name, definition, roleARN, typ string
+	created                             time.Time
+	sm                                  *asl.StateMachine
+}
+
+// New returns a server; call Handler or Start to serve it.
+func New(o Options) *Server {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.AccountID == "" {
+		o.AccountID = "123456789012"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		opts:       o,
+		engine:     asl.NewEngine(asl.Options{Clock: o.Clock, Invoker: o.Invoker, Mocker: o.Mocker, Region: o.Region, Logger: o.Logger}),
+		log:        o.Logger,
+		machines:   map[string]*machine{},
+		executions: map[string]*asl.Execution{},
+		byMachine:  map[string][]*asl.Execution{},
+		names:      map[string]*asl.Execution{},
+	}
+}
+
+// Engine exposes the interpreter (task tokens, waiting-task counts).
+func (s *Server) Engine() *asl.Engine { return s.engine }
+
+// Start serves on addr (e.g. "127.0.0.1:0") and returns the endpoint URL.
+func (s *Server) Start(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("sfnlocal: listen %s: %w", addr, err)
+	}
+	s.listener = ln
+	s.httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.httpSrv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Close stops the HTTP server (executions are not stopped).
+func (s *Server) Close() error {
+	if s.httpSrv == nil {
+		return nil
+	}
+	return s.httpSrv.Close()
+}
+
+// Execution returns an execution by ARN.
+func (s *Server) Execution(arn string) (*asl.Execution, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, ok := s.executions[arn]
+	return x, ok
+}
+
+// Executions lists a state machine's executions in start order.
+func (s *Server) Executions(stateMachineARN string) []*asl.Execution {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*asl.Execution(nil), s.byMachine[stateMachineARN]...)
+}
+
+// StateMachineARN returns the ARN CreateStateMachine gives a state machine named name.
+func (s *Server) StateMachineARN(name string) string { return s.machineARN(name) }
+
+// TotalStateTransitions sums the state transitions of every execution started
+// on the state machine.
+func (s *Server) TotalStateTransitions(stateMachineARN string) int64 {
+	var n int64
+	for _, x := range s.Executions(stateMachineARN) {
+		n += x.StateTransitions()
+	}
+	return n
+}
+
+// StateTransitions returns the number of states an execution has entered
+// (the unit of Standard workflow billing).
+func (s *Server) StateTransitions(executionARN string) (int64, bool) {
+	x, ok := s.Execution(executionARN)
+	if !ok {
+		return 0, false
+	}
+	return x.StateTransitions(), true
+}
+
+// WaitExecution blocks until the execution finishes or ctx ends.
+func (s *Server) WaitExecution(ctx context.Context, executionARN string) error {
+	x, ok := s.Execution(executionARN)
+	if !ok {
+		return fmt.Errorf("sfnlocal: execution %s does not exist", executionARN)
+	}
+	return x.Wait(ctx)
+}
+
+// apiError is an error in the shape the awsJson1.0 protocol carries.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.msg }
+
+func clientErr(code, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// Handler returns the HTTP handler for the API.
+func (s *Server) Handler() http.Handler {
+	ops := map[string]func(json.RawMessage) (any, error){
+		"CreateStateMachine":               s.createStateMachine,
+		"DescribeStateMachine":             s.describeStateMachine,
+		"DescribeStateMachineForExecution": s.describeStateMachineForExecution,
+		"ListStateMachines":                s.listStateMachines,
+		"DeleteStateMachine":               s.deleteStateMachine,
+		"StartExecution":                   s.startExecution,
+		"DescribeExecution":                s.describeExecution,
+		"ListExecutions":                   s.listExecutions,
+		"GetExecutionHistory":              s.getExecutionHistory,
+		"StopExecution":                    s.stopExecution,
+		"SendTaskSuccess":                  s.sendTaskSuccess,
+		"SendTaskFailure":                  s.sendTaskFailure,
+		"SendTaskHeartbeat":                s.sendTaskHeartbeat,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := r.Header.Get("X-Amz-Target")
+		op, found := strings.CutPrefix(target, "AWSStepFunctions.")
+		handle, known := ops[op]
+		if r.Method != http.MethodPost || !found || !known {
+			writeError(w, &apiError{status: http.StatusBadRequest, code: "UnknownOperationException", msg: fmt.Sprintf("unknown operation %q", target)})
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 2<<20))
+		if err != nil {
+			writeError(w, clientErr("SerializationException", "cannot read request: %v", err))
+			return
+		}
+		if len(body) == 0 {
+			body = []byte("{}")
+		}
+		out, err := handle(body)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				s.log.Error("sfnlocal operation failed", "operation", op, "error", err)
+				ae = &apiError{status: http.StatusInternalServerError, code: "InternalFailure", msg: err.Error()}
+			} else {
+				s.log.Debug("sfnlocal operation rejected", "operation", op, "code", ae.code, "message", ae.msg)
+			}
+			writeError(w, ae)
+			return
+		}
+		s.log.Debug("sfnlocal operation", "operation", op)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amzn-ErrorType", e.code)
+	w.WriteHeader(e.status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.code, "message": e.msg})
+}
+
+func decode(body json.RawMessage, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return clientErr("SerializationException", "invalid request body: %v", err)
+	}
+	return nil
+}
+
+func epoch(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+var badName = regexp.MustCompile("[\\s<>{}\\[\\]?*\"#%\\\\^|~`$&,;:/\\x00-\\x1f\\x7f-\\x9f]")
+
+func validName(n string) bool {
+	return n != "" && len(n) <= 80 && !badName.MatchString(n)
+}
+
+func (s *Server) machineARN(name string) string {
+	return fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", s.opts.Region, s.opts.AccountID, name)
+}
+
+// splitMachineARN separates a Step Functions Local test-case selector
+// ("stateMachineArn#TestCase") from the ARN and checks the ARN's form.
+func (s *Server) splitMachineARN(arn string) (string, string, error) {
+	base, testCase, _ := strings.Cut(arn, "#")
+	parts := strings.Split(base, ":")
+	if len(parts) != 7 || parts[0] != "arn" || parts[2] != "states" || parts[5] != "stateMachine" || parts[6] == "" {
+		return "", "", clientErr("InvalidArn", "Invalid Arn: '%s'", arn)
+	}
+	return base, testCase, nil
+}
+
+func checkExecutionARN(arn string) error {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 8 || parts[0] != "arn" || parts[2] != "states" || parts[5] != "execution" {
+		return clientErr("InvalidArn", "Invalid Arn: '%s'", arn)
+	}
+	return nil
+}
+
+func (s *Server) createStateMachine(body json.RawMessage) (any, error) {
+	var in struct {
+		Name       string `json:"name"`
+		Definition string `json:"definition"`
+		RoleArn    string `json:"roleArn"`
+		Type       string `json:"type"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if !validName(in.Name) {
+		return nil, clientErr("InvalidName", "Invalid Name: '%s'", in.Name)
+	}
+	if in.Type == "" {
+		in.Type = "STANDARD"
+	}
+	if in.Type != "STANDARD" && in.Type != "EXPRESS" {
+		return nil, clientErr("ValidationException", "type must be STANDARD or EXPRESS")
+	}
+	def, missing := asl.Substitute([]byte(in.Definition), s.opts.Substitutions)
+	if len(missing) > 0 {
+		return nil, clientErr("InvalidDefinition", "Invalid State Machine Definition: definition substitutions missing for %s", strings.Join(missing, ", "))
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		return nil, clientErr("InvalidDefinition", "%v", err)
+	}
+	arn := s.machineARN(in.Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.machines[arn]; ok {
+		if m.definition == string(def) && m.roleARN == in.RoleArn && m.typ == in.Type {
+			return map[string]any{"stateMachineArn": arn, "creationDate": epoch(m.created)}, nil
+		}
+		return nil, clientErr("StateMachineAlreadyExists", "State Machine Already Exists: '%s'", arn)
+	}
+	m := &machine{arn: arn, name: in.Name, definition: string(def), roleARN: in.RoleArn, typ: in.Type, created: s.opts.Clock.Now(), sm: sm}
+	s.machines[arn] = m
+	s.log.Info("state machine created", "stateMachine", arn)
+	return map[string]any{"stateMachineArn": arn, "creationDate": epoch(m.created)}, nil
+}
+
+func (s *Server) lookupMachine(arn string) (*machine, string, error) {
+	base, testCase, err := s.splitMachineARN(arn)
+	if err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	m, ok := s.machines[base]
+	s.mu.Unlock()
+	if !ok {
+		return nil, "", clientErr("StateMachineDoesNotExist", "State Machine Does Not Exist: '%s'", base)
+	}
+	return m, testCase, nil
+}
+
+func (s *Server) describeStateMachineForExecution(body json.RawMessage) (any, error) {
+	x, err := s.executionOf(body)
+	if err != nil {
+		return nil, err
+	}
+	m := x.Snapshot().Machine
+	return map[string]any{"stateMachineArn": x.StateMachineARN, "name": x.StateMachineName, "definition": m.Definition,
+		"roleArn": x.RoleARN, "updateDate": epoch(x.StartDate)}, nil
+}
+
+func (s *Server) describeStateMachine(body json.RawMessage) (any, error) {
+	var in struct {
+		StateMachineArn string `json:"stateMachineArn"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	m, _, err := s.lookupMachine(in.StateMachineArn)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"stateMachineArn": m.arn, "name": m.name, "status": "ACTIVE", "definition": m.definition,
+		"roleArn": m.roleARN, "type": m.typ, "creationDate": epoch(m.created),
+		"loggingConfiguration": map[string]any{"level": "OFF", "includeExecutionData": false}}, nil
+}
+
+// page slices items by an opaque offset token.
+func page[T any](items []T, maxResults int, token string) ([]T, string, error) {
+	start := 0
+	if token != "" {
+		b, err := base64.RawURLEncoding.DecodeString(token)
+		n, cerr := strconv.Atoi(string(b))
+		if err != nil || cerr != nil || n < 0 || n > len(items) {
+			return nil, "", clientErr("InvalidToken", "Invalid Token: '%s'", token)
+		}
+		start = n
+	}
+	if maxResults <= 0 || maxResults > 1000 {
+		maxResults = 100
+	}
+	end := min(start+maxResults, len(items))
+	next := ""
+	if end < len(items) {
+		next = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	}
+	return items[start:end], next, nil
+}
+
+func (s *Server) listStateMachines(body json.RawMessage) (any, error) {
+	var in struct {
+		MaxResults int    `json:"maxResults"`
+		NextToken  string `json:"nextToken"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	list := make([]*machine, 0, len(s.machines))
+	for _, m := range s.machines {
+		list = append(list, m)
+	}
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
+	pg, next, err := page(list, in.MaxResults, in.NextToken)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(pg))
+	for i, m := range pg {
+		out[i] = map[string]any{"stateMachineArn": m.arn, "name": m.name, "type": m.typ, "creationDate": epoch(m.created)}
+	}
+	resp := map[string]any{"stateMachines": out}
+	if next != "" {
+		resp["nextToken"] = next
+	}
+	return resp, nil
+}
+
+func (s *Server) deleteStateMachine(body json.RawMessage) (any, error) {
+	var in struct {
+		StateMachineArn string `json:"stateMachineArn"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	base, _, err := s.splitMachineARN(in.StateMachineArn)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	delete(s.machines, base)
+	s.mu.Unlock()
+	// Like AWS, deleting a state machine that does not exist succeeds, and
+	// running executions carry on.
+	return map[string]any{}, nil
+}
+
+func (s *Server) startExecution(body json.RawMessage) (any, error) {
+	var in struct {
+		StateMachineArn string  `json:"stateMachineArn"`
+		Name            string  `json:"name"`
+		Input           *string `json:"input"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	m, testCase, err := s.lookupMachine(in.StateMachineArn)
+	if err != nil {
+		return nil, err
+	}
+	if testCase != "" && s.opts.Mocker == nil {
+		return nil, clientErr("ValidationException", "test case %q given but no mock configuration is loaded", testCase)
+	}
+	if in.Name == "" {
+		in.Name = newExecutionName()
+	} else if !validName(in.Name) {
+		return nil, clientErr("InvalidName", "Invalid Name: '%s'", in.Name)
+	}
+	input := "{}"
+	if in.Input != nil {
+		input = *in.Input
+	}
+	if !json.Valid([]byte(input)) {
+		return nil, clientErr("InvalidExecutionInput", "Invalid State Machine Execution Input: 'the input is not valid JSON'")
+	}
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", s.opts.Region, s.opts.AccountID, m.name, in.Name)
+	key := m.arn + "\x00" + in.Name
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.names[key]; ok {
+		// Same name and input while the execution runs: the same execution
+		// (StartExecution is idempotent). Otherwise the name is taken.
+		snap := prev.Snapshot()
+		if snap.Status == asl.StatusRunning && string(prev.Input) == input {
+			return map[string]any{"executionArn": prev.ARN, "startDate": epoch(prev.StartDate)}, nil
+		}
+		return nil, clientErr("ExecutionAlreadyExists", "Execution Already Exists: '%s'", arn)
+	}
+	x, err := s.engine.Start(m.sm, asl.ExecutionSpec{ARN: arn, Name: in.Name, StateMachineARN: m.arn,
+		StateMachineName: m.name, RoleARN: m.roleARN, TestCase: testCase, Input: []byte(input)})
+	if err != nil {
+		if errors.Is(err, asl.ErrInvalidInput) {
+			return nil, clientErr("InvalidExecutionInput", "%v", err)
+		}
+		return nil, err
+	}
+	s.names[key] = x
+	s.executions[arn] = x
+	s.byMachine[m.arn] = append(s.byMachine[m.arn], x)
+	return map[string]any{"executionArn": arn, "startDate": epoch(x.StartDate)}, nil
+}
+
+func newExecutionName() string {
+	var b [16]byte
+	_, _ = randRead(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// executionOf looks up the execution a request names by its executionArn alone.
+func (s *Server) executionOf(body json.RawMessage) (*asl.Execution, error) {
+	var in struct {
+		ExecutionArn string `json:"executionArn"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	return s.lookupExecution(in.ExecutionArn)
+}
+
+func (s *Server) lookupExecution(arn string) (*asl.Execution, error) {
+	if err := checkExecutionARN(arn); err != nil {
+		return nil, err
+	}
+	x, ok := s.Execution(arn)
+	if !ok {
+		return nil, clientErr("ExecutionDoesNotExist", "Execution Does Not Exist: '%s'", arn)
+	}
+	return x, nil
+}
+
+func (s *Server) describeExecution(body json.RawMessage) (any, error) {
+	x, err := s.executionOf(body)
+	if err != nil {
+		return nil, err
+	}
+	snap := x.Snapshot()
+	out := map[string]any{"executionArn": x.ARN, "stateMachineArn": x.StateMachineARN, "name": x.Name,
+		"status": snap.Status, "startDate": epoch(snap.Start), "input": string(snap.Input),
+		"inputDetails": map[string]any{"included": true}}
+	if snap.Status != asl.StatusRunning {
+		out["stopDate"] = epoch(snap.Stop)
+	}
+	if snap.Status == asl.StatusSucceeded {
+		out["output"] = string(snap.Output)
+		out["outputDetails"] = map[string]any{"included": true}
+	}
+	if snap.Error != "" {
+		out["error"] = snap.Error
+	}
+	if snap.Cause != "" {
+		out["cause"] = snap.Cause
+	}
+	return out, nil
+}
+
+var statuses = map[string]bool{asl.StatusRunning: true, asl.StatusSucceeded: true, asl.StatusFailed: true,
+	asl.StatusTimedOut: true, asl.StatusAborted: true, "PENDING_REDRIVE": true}
+
+func (s *Server) listExecutions(body json.RawMessage) (any, error) {
+	var in struct {
+		StateMachineArn string `json:"stateMachineArn"`
+		StatusFilter    string `json:"statusFilter"`
+		MaxResults      int    `json:"maxResults"`
+		NextToken       string `json:"nextToken"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if in.StatusFilter != "" && !statuses[in.StatusFilter] {
+		return nil, clientErr("ValidationException", "invalid statusFilter %q", in.StatusFilter)
+	}
+	m, _, err := s.lookupMachine(in.StateMachineArn)
+	if err != nil {
+		return nil, err
+	}
+	all := s.Executions(m.arn)
+	var list []asl.Snapshot
+	for i := len(all) - 1; i >= 0; i-- { // newest first, as AWS lists them
+		snap := all[i].Snapshot()
+		if in.StatusFilter == "" || snap.Status == in.StatusFilter {
+			list = append(list, snap)
+		}
+	}
+	pg, next, err := page(list, in.MaxResults, in.NextToken)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(pg))
+	for i, snap := range pg {
+		e := map[string]any{"executionArn": snap.Spec.ARN, "stateMachineArn": snap.Spec.StateMachineARN,
+			"name": snap.Spec.Name, "status": snap.Status, "startDate": epoch(snap.Start)}
+		if snap.Status != asl.StatusRunning {
+			e["stopDate"] = epoch(snap.Stop)
+		}
+		out[i] = e
+	}
+	resp := map[string]any{"executions": out}
+	if next != "" {
+		resp["nextToken"] = next
+	}
+	return resp, nil
+}
+
+var dataFields = map[string]bool{"input": true, "output": true, "parameters": true}
+
+func (s *Server) getExecutionHistory(body json.RawMessage) (any, error) {
+	var in struct {
+		ExecutionArn         string `json:"executionArn"`
+		MaxResults           int    `json:"maxResults"`
+		NextToken            string `json:"nextToken"`
+		ReverseOrder         bool   `json:"reverseOrder"`
+		IncludeExecutionData *bool  `json:"includeExecutionData"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	x, err := s.lookupExecution(in.ExecutionArn)
+	if err != nil {
+		return nil, err
+	}
+	events := x.History()
+	if in.ReverseOrder {
+		for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+			events[i], events[j] = events[j], events[i]
+		}
+	}
+	pg, next, err := page(events, in.MaxResults, in.NextToken)
+	if err != nil {
+		return nil, err
+	}
+	include := in.IncludeExecutionData == nil || *in.IncludeExecutionData
+	out := make([]map[string]any, len(pg))
+	for i, ev := range pg {
+		e := map[string]any{"id": ev.ID, "previousEventId": ev.PreviousEventID, "timestamp": epoch(ev.Timestamp), "type": ev.Type}
+		if ev.DetailsKey != "" {
+			details := ev.Details
+			if !include {
+				details = make(map[string]any, len(ev.Details))
+				for k, v := range ev.Details {
+					if !dataFields[k] {
+						details[k] = v
+					}
+				}
+			}
+			e[ev.DetailsKey] = details
+		}
+		out[i] = e
+	}
+	resp := map[string]any{"events": out}
+	if next != "" {
+		resp["nextToken"] = next
+	}
+	return resp, nil
+}
+
+func (s *Server) stopExecution(body json.RawMessage) (any, error) {
+	var in struct {
+		ExecutionArn string `json:"executionArn"`
+		Error        string `json:"error"`
+		Cause        string `json:"cause"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	x, err := s.lookupExecution(in.ExecutionArn)
+	if err != nil {
+		return nil, err
+	}
+	x.Stop(in.Error, in.Cause)
+	snap := x.Snapshot()
+	stop := snap.Stop
+	if stop.IsZero() {
+		stop = s.opts.Clock.Now()
+	}
+	return map[string]any{"stopDate": epoch(stop)}, nil
+}
+
+func tokenErr(err error) error {
+	switch {
+	case errors.Is(err, asl.ErrInvalidToken):
+		return clientErr("InvalidToken", "Invalid Token: the task token is malformed")
+	case errors.Is(err, asl.ErrTaskTimedOut):
+		return clientErr("TaskTimedOut", "Task Timed Out: the task has timed out")
+	case errors.Is(err, asl.ErrTaskDoesNotExist):
+		return clientErr("TaskDoesNotExist", "Task Does Not Exist: no task is waiting on this token")
+	case errors.Is(err, asl.ErrInvalidOutput):
+		return clientErr("InvalidOutput", "Invalid Output: %v", err)
+	}
+	return err
+}
+
+func (s *Server) sendTaskSuccess(body json.RawMessage) (any, error) {
+	var in struct {
+		TaskToken string `json:"taskToken"`
+		Output    string `json:"output"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := s.engine.SendTaskSuccess(in.TaskToken, []byte(in.Output)); err != nil {
+		return nil, tokenErr(err)
+	}
+	return map[string]any{}, nil
+}
+
+func (s *Server) sendTaskFailure(body json.RawMessage) (any, error) {
+	var in struct {
+		TaskToken string `json:"taskToken"`
+		Error     string `json:"error"`
+		Cause     string `json:"cause"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := s.engine.SendTaskFailure(in.TaskToken, in.Error, in.Cause); err != nil {
+		return nil, tokenErr(err)
+	}
+	return map[string]any{}, nil
+}
+
+func (s *Server) sendTaskHeartbeat(body json.RawMessage) (any, error) {
+	var in struct {
+		TaskToken string `json:"taskToken"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := s.engine.SendTaskHeartbeat(in.TaskToken); err != nil {
+		return nil, tokenErr(err)
+	}
+	return map[string]any{}, nil
+}

@@ -1,0 +1,136 @@
+package stripesim
+
+import "time"
+
+// Endpoint names one API operation for fault injection.
+type Endpoint string
+
+// The endpoints the simulator serves.
+const (
+	EndpointCreateIntent   Endpoint = "payment_intents.create"
+	EndpointRetrieveIntent Endpoint = "payment_intents.retrieve"
+	EndpointConfirmIntent  Endpoint = "payment_intents.confirm"
+	EndpointCaptureIntent  Endpoint = "payment_intents.capture"
+	EndpointCancelIntent   Endpoint = "payment_intents.cancel"
+	EndpointCreateRefund   Endpoint = "refunds.create"
+	EndpointRetrieveRefund Endpoint = "refunds.retrieve"
+)
+
+// FaultKind is what goes wrong.
+type FaultKind string
+
+// Fault kinds.
+const (
+	// FaultFailBeforeActing answers 500 api_error before the endpoint starts: nothing
+	// changes and, as at Stripe, nothing is saved under the idempotency key, so a retry
+	// with the same key acts normally.
+	FaultFailBeforeActing FaultKind = "fail_before_acting"
+	// FaultLoseResponse acts, saves the response under the idempotency key, then holds the
+	// connection without answering until the client gives up (its timeout) or
+	// Options.LostResponseHold passes, and drops it.
+	FaultLoseResponse FaultKind = "lose_response"
+	// FaultDropConnection acts, saves the response, then closes the connection at once
+	// (the client sees EOF / connection reset).
+	FaultDropConnection FaultKind = "drop_connection"
+	// FaultLatency waits Fault.Latency (real time) before acting, with the idempotency key
+	// marked in flight, so a concurrent request with the same key gets 409.
+	FaultLatency FaultKind = "latency"
+)
+
+// Fault is one injected misbehaviour.
+type Fault struct {
+	Kind FaultKind
+	// Times is how many calls it affects: 0 means 1, negative means every call until
+	// ClearFaults.
+	Times int
+	// Latency is the added delay for FaultLatency.
+	Latency time.Duration
+}
+
+type activeFault struct {
+	Fault
+	remaining int
+}
+
+// InjectFault arms f for the next calls to ep. Faults of different kinds combine (latency
+// then lose the response); each affected call consumes one use of each.
+func (s *Sim) InjectFault(ep Endpoint, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := f.Times
+	if n == 0 {
+		n = 1
+	}
+	s.faults[ep] = append(s.faults[ep], &activeFault{Fault: f, remaining: n})
+}
+
+// FailNext makes the next n calls to ep fail with 500 before acting.
+func (s *Sim) FailNext(ep Endpoint, n int) {
+	s.InjectFault(ep, Fault{Kind: FaultFailBeforeActing, Times: n})
+}
+
+// LoseResponseNext makes the next n calls to ep act, then lose their response.
+func (s *Sim) LoseResponseNext(ep Endpoint, n int) {
+	s.InjectFault(ep, Fault{Kind: FaultLoseResponse, Times: n})
+}
+
+// DropConnectionNext makes the next n calls to ep act, then drop the connection.
+func (s *Sim) DropConnectionNext(ep Endpoint, n int) {
+	s.InjectFault(ep, Fault{Kind: FaultDropConnection, Times: n})
+}
+
+// SetLatency delays every call to ep by d until ClearFaults (0 removes it).
+func (s *Sim) SetLatency(ep Endpoint, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.latency, ep)
+		return
+	}
+	s.latency[ep] = d
+}
+
+// ClearFaults removes every injected fault and latency.
+func (s *Sim) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = map[Endpoint][]*activeFault{}
+	s.latency = map[Endpoint]time.Duration{}
+}
+
+// plannedFaults is what one call will suffer.
+type plannedFaults struct {
+	failBefore bool
+	latency    time.Duration
+	lose       FaultKind // "", FaultLoseResponse or FaultDropConnection
+}
+
+// takeFaults consumes the faults armed for ep; must hold s.mu.
+func (s *Sim) takeFaults(ep Endpoint) plannedFaults {
+	p := plannedFaults{latency: s.latency[ep]}
+	used := map[FaultKind]bool{}
+	kept := s.faults[ep][:0]
+	for _, f := range s.faults[ep] {
+		if !used[f.Kind] {
+			used[f.Kind] = true
+			switch f.Kind {
+			case FaultFailBeforeActing:
+				p.failBefore = true
+			case FaultLatency:
+				p.latency += f.Latency
+			case FaultLoseResponse, FaultDropConnection:
+				if p.lose == "" {
+					p.lose = f.Kind
+				}
+			}
+			if f.remaining > 0 {
+				f.remaining--
+			}
+		}
+		if f.remaining != 0 {
+			kept = append(kept, f)
+		}
+	}
+	s.faults[ep] = kept
+	return p
+}

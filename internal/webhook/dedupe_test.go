@@ -1,0 +1,73 @@
+package webhook
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }
+
+// TestDynamoDedupe runs the dedupe store against DynamoDB Local: event records, callback
+// claims, lease takeover and TTL attributes.
+func TestDynamoDedupe(t *testing.T) {
+	env := ddbtest.New(t, tables.ProcessedEvents())
+	now := t0
+	d := &DynamoDedupe{Client: env.Client, Table: env.Names.Of(tables.ProcessedEventsTable), Retention: 72 * time.Hour,
+		Now: func() time.Time { return now }}
+	ctx := context.Background()
+
+	if seen, err := d.Processed(ctx, "evt_1"); err != nil || seen {
+		t.Fatalf("fresh event: %v %v", seen, err)
+	}
+	if err := d.MarkProcessed(ctx, "evt_1", "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.MarkProcessed(ctx, "evt_1", "r1"); err != nil {
+		t.Fatalf("marking twice: %v", err)
+	}
+	if seen, err := d.Processed(ctx, "evt_1"); err != nil || !seen {
+		t.Fatalf("recorded event: %v %v", seen, err)
+	}
+	out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Table), Key: key("webhook#evt_1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl := out.Item[tables.AttrExpiresAtTTL]; ttl == nil {
+		t.Fatalf("no TTL attribute: %v", out.Item)
+	}
+
+	steps := []struct {
+		name    string
+		advance time.Duration
+		want    Claim
+	}{
+		{"first claim", 0, Claimed},
+		{"second claim inside the lease", 5 * time.Second, InProgress},
+		{"claim after the lease ran out", 30 * time.Second, Claimed},
+	}
+	for _, s := range steps {
+		now = now.Add(s.advance)
+		got, err := d.ClaimCallback(ctx, "r1#tok", 30*time.Second)
+		if err != nil || got != s.want {
+			t.Fatalf("%s: %v %v, want %v", s.name, got, err, s.want)
+		}
+	}
+	if err := d.CompleteCallback(ctx, "r1#tok", "authorized"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	if got, err := d.ClaimCallback(ctx, "r1#tok", 30*time.Second); err != nil || got != AlreadySent {
+		t.Fatalf("after completion: %v %v", got, err)
+	}
+	if got, err := d.ClaimCallback(ctx, "r1#tok2", 30*time.Second); err != nil || got != Claimed {
+		t.Fatalf("another token: %v %v", got, err)
+	}
+}

@@ -1,0 +1,17 @@
+package webhook
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/seatsaga/seatsaga/internal/payment"
+)
+
+// The real adapters satisfy the handler's narrow interfaces (internal/app asserts that its
+// StoreAdapter satisfies Store: wiring imports this package).
+var (
+	_ StepFunctions = (*sfn.Client)(nil)
+	_ Payments      = payment.Provider(nil)
+	_ DynamoDB      = (*dynamodb.Client)(nil)
+	_ DedupeStore   = (*DynamoDedupe)(nil)
+)

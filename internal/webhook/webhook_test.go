@@ -1,0 +1,457 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// fakeVerifier accepts payloads {"id","type","pi","res","apiVersion"} signed "ok"; an
+// apiVersion other than pinnedAPIVersion is reported as a mismatch, as the Stripe adapter does.
+type fakeVerifier struct{}
+
+const pinnedAPIVersion = "2025-01-01"
+
+func (fakeVerifier) VerifyWebhook(payload []byte, sig string) (payment.Event, error) {
+	if sig != "ok" {
+		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature}
+	}
+	var v struct{ ID, Type, PI, Res, APIVersion string }
+	if err := json.Unmarshal(payload, &v); err != nil {
+		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookMalformedBody, Err: err}
+	}
+	return payment.Event{ID: v.ID, Type: v.Type, PaymentIntentID: v.PI, ReservationID: v.Res,
+		APIVersion: v.APIVersion, APIVersionMismatch: v.APIVersion != "" && v.APIVersion != pinnedAPIVersion}, nil
+}
+
+type fakePayments struct {
+	mu   sync.Mutex
+	auth map[string]payment.Authorization
+	err  error
+}
+
+func (f *fakePayments) Retrieve(_ context.Context, id string) (payment.Authorization, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return payment.Authorization{}, f.err
+	}
+	a, ok := f.auth[id]
+	if !ok {
+		return payment.Authorization{}, &payment.Failed{Op: payment.OpRetrieve, HTTPStatus: 404, Code: "resource_missing"}
+	}
+	return a, nil
+}
+
+// fakeStore applies payment updates with the domain's real guarded transitions.
+type fakeStore struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	byID    map[string]reservation.Reservation
+	updates []reservation.PaymentUpdate
+	// raceOnce makes the first UpdatePayment fail as if another writer won.
+	raceOnce bool
+}
+
+func (f *fakeStore) Get(_ context.Context, id string) (reservation.Reservation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.byID[id]
+	if !ok {
+		return r, &reservation.NotFound{ReservationID: id}
+	}
+	return r, nil
+}
+
+func (f *fakeStore) UpdatePayment(_ context.Context, u reservation.PaymentUpdate) (reservation.Reservation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.byID[u.ReservationID]
+	if f.raceOnce {
+		f.raceOnce = false
+		return r, &reservation.StaleVersion{ReservationID: r.ID, Expected: u.Guard.Version, Actual: r.Version + 1}
+	}
+	next, err := r.ApplyUpdate(u, f.now())
+	if err != nil {
+		return r, err
+	}
+	f.updates = append(f.updates, u)
+	f.byID[r.ID] = next
+	return next, nil
+}
+
+// memDedupe is DedupeStore in memory, with the same lease semantics as DynamoDedupe.
+type memDedupe struct {
+	mu        sync.Mutex
+	now       func() time.Time
+	processed map[string]bool
+	callbacks map[string]struct {
+		sent  bool
+		lease time.Time
+	}
+}
+
+func newMemDedupe(now func() time.Time) *memDedupe {
+	return &memDedupe{now: now, processed: map[string]bool{}, callbacks: map[string]struct {
+		sent  bool
+		lease time.Time
+	}{}}
+}
+
+func (m *memDedupe) Processed(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.processed[id], nil
+}
+
+func (m *memDedupe) MarkProcessed(_ context.Context, id, _ string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.processed[id] = true
+	return nil
+}
+
+func (m *memDedupe) ClaimCallback(_ context.Context, k string, lease time.Duration) (Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.callbacks[k]
+	switch {
+	case ok && c.sent:
+		return AlreadySent, nil
+	case ok && m.now().Before(c.lease):
+		return InProgress, nil
+	}
+	c.lease = m.now().Add(lease)
+	m.callbacks[k] = c
+	return Claimed, nil
+}
+
+func (m *memDedupe) CompleteCallback(_ context.Context, k, _ string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.callbacks[k]
+	c.sent = true
+	m.callbacks[k] = c
+	return nil
+}
+
+type fakeSFN struct {
+	mu        sync.Mutex
+	successes []sfn.SendTaskSuccessInput
+	failures  []sfn.SendTaskFailureInput
+	// errs are answered in turn, then nil.
+	errs []error
+}
+
+func (f *fakeSFN) next() error {
+	if len(f.errs) == 0 {
+		return nil
+	}
+	err := f.errs[0]
+	f.errs = f.errs[1:]
+	return err
+}
+
+func (f *fakeSFN) SendTaskSuccess(_ context.Context, in *sfn.SendTaskSuccessInput, _ ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.next(); err != nil {
+		return nil, err
+	}
+	f.successes = append(f.successes, *in)
+	return &sfn.SendTaskSuccessOutput{}, nil
+}
+
+func (f *fakeSFN) SendTaskFailure(_ context.Context, in *sfn.SendTaskFailureInput, _ ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.next(); err != nil {
+		return nil, err
+	}
+	f.failures = append(f.failures, *in)
+	return &sfn.SendTaskFailureOutput{}, nil
+}
+
+type rig struct {
+	h       *Handler
+	now     time.Time
+	store   *fakeStore
+	pay     *fakePayments
+	dedupe  *memDedupe
+	sfn     *fakeSFN
+	metrics *metrics.Memory
+}
+
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	r := &rig{now: t0, sfn: &fakeSFN{}, metrics: metrics.NewMemory()}
+	now := func() time.Time { return r.now }
+	r.store = &fakeStore{now: now, byID: map[string]reservation.Reservation{
+		"r1": {ID: "r1", CustomerID: "alice", Inventory: reservation.PaymentPending, Payment: reservation.Authorizing,
+			PaymentIntentID: "pi_1", TaskToken: "tok-1", Version: 3, HoldExpiresAt: t0.Add(5 * time.Minute)},
+	}}
+	r.pay = &fakePayments{auth: map[string]payment.Authorization{
+		"pi_1": {PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateAuthorized, ProviderStatus: "requires_capture"},
+	}}
+	r.dedupe = newMemDedupe(now)
+	h, err := New(Deps{Verifier: fakeVerifier{}, Payments: r.pay, Store: r.store, Dedupe: r.dedupe, SFN: r.sfn,
+		Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: r.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.h = h
+	return r
+}
+
+func (r *rig) deliver(t *testing.T, id, typ, pi, sig string) events.APIGatewayProxyResponse {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"id": id, "type": typ, "pi": pi})
+	resp, err := r.h.Handle(context.Background(), events.APIGatewayProxyRequest{
+		HTTPMethod: "POST", Path: "/webhooks/stripe", Body: string(body),
+		Headers: map[string]string{"stripe-signature": sig},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func action(t *testing.T, resp events.APIGatewayProxyResponse) Action {
+	t.Helper()
+	var res Result
+	if err := json.Unmarshal([]byte(resp.Body), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Action
+}
+
+func TestWebhookOutcomes(t *testing.T) {
+	cases := []struct {
+		name         string
+		setup        func(*rig)
+		sig          string
+		pi           string
+		wantStatus   int
+		wantAction   Action
+		wantPayment  reservation.PaymentState
+		wantSuccess  int
+		wantFailure  string
+		wantRecorded bool
+	}{
+		{name: "bad signature changes nothing", sig: "forged", pi: "pi_1", wantStatus: 400,
+			wantPayment: reservation.Authorizing},
+		{name: "authorized: transition and SendTaskSuccess", sig: "ok", pi: "pi_1", wantStatus: 200,
+			wantAction: ActionAuthorized, wantPayment: reservation.Authorized, wantSuccess: 1, wantRecorded: true},
+		{name: "declined: FAILED recorded and PaymentDeclined, the open intent left to compensation's void", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed,
+				ProviderStatus: "requires_payment_method", LastDecline: &payment.Declined{Code: "card_declined"}}
+		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Failed, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
+		{name: "a cancelled, waiting reservation authorized: recorded, and CustomerCanceled instead of success", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			res := r.store.byID["r1"]
+			res.CustomerCanceled = true
+			r.store.byID["r1"] = res
+		}, wantStatus: 200, wantAction: ActionCustomerCanceled, wantPayment: reservation.Authorized, wantFailure: saga.ErrCustomerCanceled, wantRecorded: true},
+		{name: "a cancelled, waiting reservation declined: CustomerCanceled", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			res := r.store.byID["r1"]
+			res.CustomerCanceled = true
+			r.store.byID["r1"] = res
+			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed, ProviderStatus: "requires_payment_method"}
+		}, wantStatus: 200, wantAction: ActionCustomerCanceled, wantPayment: reservation.Failed, wantFailure: saga.ErrCustomerCanceled, wantRecorded: true},
+		{name: "a cancelled reservation the saga no longer waits for: nothing changes", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			res := r.store.byID["r1"]
+			res.CustomerCanceled, res.Inventory, res.Outcome = true, reservation.Released, reservation.OutcomeReleased
+			r.store.byID["r1"] = res
+		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Authorizing, wantRecorded: true},
+		{name: "canceled at the provider: CANCELED and PaymentDeclined", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateCanceled, ProviderStatus: "canceled"}
+		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Canceled, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
+		{name: "still authenticating: nothing to do", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateAuthorizing, ProviderStatus: "requires_action"}
+		}, wantStatus: 200, wantAction: ActionIgnored, wantPayment: reservation.Authorizing, wantRecorded: true},
+		{name: "hold expired: the saga reconciles, the webhook changes nothing", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			r.now = t0.Add(5 * time.Minute)
+		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Authorizing, wantRecorded: true},
+		{name: "reservation already released", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			res := r.store.byID["r1"]
+			res.Inventory, res.Payment = reservation.Released, reservation.Canceled
+			r.store.byID["r1"] = res
+		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Canceled, wantRecorded: true},
+		{name: "another PaymentIntent than the reservation's", sig: "ok", pi: "pi_old", setup: func(r *rig) {
+			r.pay.auth["pi_old"] = payment.Authorization{PaymentIntentID: "pi_old", ReservationID: "r1", State: payment.StateAuthorized}
+		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Authorizing, wantRecorded: true},
+		{name: "unknown reservation", sig: "ok", pi: "pi_x", setup: func(r *rig) {
+			r.pay.auth["pi_x"] = payment.Authorization{PaymentIntentID: "pi_x", ReservationID: "r_unknown", State: payment.StateAuthorized}
+		}, wantStatus: 200, wantAction: ActionIgnored, wantPayment: reservation.Authorizing, wantRecorded: true},
+		{name: "unknown PaymentIntent", sig: "ok", pi: "pi_missing", wantStatus: 200, wantAction: ActionIgnored,
+			wantPayment: reservation.Authorizing, wantRecorded: true},
+		{name: "event without a PaymentIntent", sig: "ok", pi: "", wantStatus: 200, wantAction: ActionIgnored,
+			wantPayment: reservation.Authorizing, wantRecorded: true},
+		{name: "provider cannot answer: redeliver", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			r.pay.err = &payment.Uncertain{Op: payment.OpRetrieve, Reason: "timeout"}
+		}, wantStatus: 500, wantPayment: reservation.Authorizing},
+		{name: "PaymentIntent not recorded yet: redeliver later", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			res := r.store.byID["r1"]
+			res.PaymentIntentID, res.TaskToken, res.Payment = "", "", reservation.NotStarted
+			r.store.byID["r1"] = res
+		}, wantStatus: 503, wantPayment: reservation.NotStarted},
+		{name: "a concurrent writer moves first: read again", sig: "ok", pi: "pi_1", setup: func(r *rig) { r.store.raceOnce = true },
+			wantStatus: 200, wantAction: ActionAuthorized, wantPayment: reservation.Authorized, wantSuccess: 1, wantRecorded: true},
+		{name: "the saga stopped waiting", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			r.sfn.errs = []error{&sfntypes.TaskTimedOut{Message: aws.String("closed")}}
+		}, wantStatus: 200, wantAction: ActionTaskClosed, wantPayment: reservation.Authorized, wantRecorded: true},
+		{name: "step functions down: redeliver", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			r.sfn.errs = []error{errors.New("connection refused")}
+		}, wantStatus: 500, wantPayment: reservation.Authorized},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			if tc.setup != nil {
+				tc.setup(r)
+			}
+			resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", tc.pi, tc.sig)
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			if tc.wantStatus == 200 {
+				if a := action(t, resp); a != tc.wantAction {
+					t.Fatalf("action %q, want %q", a, tc.wantAction)
+				}
+			}
+			if got := r.store.byID["r1"].Payment; got != tc.wantPayment {
+				t.Fatalf("payment %s, want %s", got, tc.wantPayment)
+			}
+			if len(r.sfn.successes) != tc.wantSuccess {
+				t.Fatalf("%d SendTaskSuccess, want %d", len(r.sfn.successes), tc.wantSuccess)
+			}
+			if tc.wantFailure == "" && len(r.sfn.failures) != 0 || tc.wantFailure != "" &&
+				(len(r.sfn.failures) != 1 || aws.ToString(r.sfn.failures[0].Error) != tc.wantFailure) {
+				t.Fatalf("SendTaskFailure %+v, want %q", r.sfn.failures, tc.wantFailure)
+			}
+			for _, u := range r.store.updates {
+				if u.ReleaseSeats {
+					t.Fatalf("the webhook released the seats: %+v", u)
+				}
+			}
+			if r.dedupe.processed["evt_1"] != tc.wantRecorded {
+				t.Fatalf("event recorded %v, want %v", r.dedupe.processed["evt_1"], tc.wantRecorded)
+			}
+			for _, s := range r.sfn.successes {
+				var out saga.PaymentOutcome
+				if err := json.Unmarshal([]byte(aws.ToString(s.Output)), &out); err != nil || out.PaymentIntentID != "pi_1" ||
+					out.State != "AUTHORIZED" || out.Version != 4 || aws.ToString(s.TaskToken) != "tok-1" {
+					t.Fatalf("SendTaskSuccess %+v output %s", s, aws.ToString(s.Output))
+				}
+			}
+		})
+	}
+}
+
+// TestWebhookDeliveredManyTimesOutOfOrder is e2e test 9 at unit level: five deliveries, of
+// the same event and of other events about the same PaymentIntent, in any order, make one
+// transition and one SendTaskSuccess.
+func TestWebhookDeliveredManyTimesOutOfOrder(t *testing.T) {
+	r := newRig(t)
+	deliveries := []struct{ id, typ string }{
+		{"evt_3", "payment_intent.amount_capturable_updated"},
+		{"evt_1", "payment_intent.created"},
+		{"evt_3", "payment_intent.amount_capturable_updated"},
+		{"evt_2", "payment_intent.requires_action"},
+		{"evt_3", "payment_intent.amount_capturable_updated"},
+	}
+	for _, d := range deliveries {
+		if resp := r.deliver(t, d.id, d.typ, "pi_1", "ok"); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", d.id, resp.StatusCode, resp.Body)
+		}
+	}
+	if len(r.store.updates) != 1 || len(r.sfn.successes) != 1 || len(r.sfn.failures) != 0 {
+		t.Fatalf("%d transitions, %d successes, %d failures", len(r.store.updates), len(r.sfn.successes), len(r.sfn.failures))
+	}
+	if got := r.metrics.Get("WebhookEvents", metrics.Dim{Name: "action", Value: "duplicate"}); got != 2 {
+		t.Fatalf("%d duplicates counted", got)
+	}
+}
+
+func TestWebhookConcurrentDeliveries(t *testing.T) {
+	r := newRig(t)
+	var wg sync.WaitGroup
+	statuses := make(chan int, 10)
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			statuses <- r.deliver(t, "evt_"+string(rune('a'+i%3)), "payment_intent.amount_capturable_updated", "pi_1", "ok").StatusCode
+		}(i)
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != 200 && s != 503 {
+			t.Fatalf("status %d", s)
+		}
+	}
+	if len(r.store.updates) != 1 || len(r.sfn.successes) != 1 {
+		t.Fatalf("%d transitions, %d successes", len(r.store.updates), len(r.sfn.successes))
+	}
+}
+
+// TestWebhookCrashBeforeCallback: the transition was written and the callback claimed, then
+// the delivery died. A redelivery inside the lease is told to come back; after it, it sends
+// the callback exactly once.
+func TestWebhookCrashBeforeCallback(t *testing.T) {
+	r := newRig(t)
+	r.sfn.errs = []error{errors.New("lambda died")}
+	if resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok"); resp.StatusCode != 500 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	if resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok"); resp.StatusCode != 503 {
+		t.Fatalf("inside the lease: %d %s", resp.StatusCode, resp.Body)
+	}
+	r.now = r.now.Add(DefaultCallbackLease + time.Second)
+	resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok")
+	if resp.StatusCode != 200 || action(t, resp) != ActionAuthorized {
+		t.Fatalf("after the lease: %d %s", resp.StatusCode, resp.Body)
+	}
+	resp = r.deliver(t, "evt_2", "payment_intent.succeeded", "pi_1", "ok")
+	if resp.StatusCode != 200 || action(t, resp) != ActionAlreadyReported {
+		t.Fatalf("another event: %d %s", resp.StatusCode, resp.Body)
+	}
+	if len(r.store.updates) != 1 || len(r.sfn.successes) != 1 {
+		t.Fatalf("%d transitions, %d successes", len(r.store.updates), len(r.sfn.successes))
+	}
+}
+
+// TestWebhookNewTaskToken: a new attempt of the wait state records a new token, which gets
+// its own callback even though the old one was reported.
+func TestWebhookNewTaskToken(t *testing.T) {
+	r := newRig(t)
+	if resp := r.deliver(t, "evt_1", "x", "pi_1", "ok"); action(t, resp) != ActionAuthorized {
+		t.Fatal(resp.Body)
+	}
+	res := r.store.byID["r1"]
+	res.TaskToken = "tok-2"
+	r.store.byID["r1"] = res
+	if resp := r.deliver(t, "evt_2", "x", "pi_1", "ok"); action(t, resp) != ActionAuthorized {
+		t.Fatal(resp.Body)
+	}
+	if len(r.sfn.successes) != 2 || aws.ToString(r.sfn.successes[1].TaskToken) != "tok-2" {
+		t.Fatalf("successes %+v", r.sfn.successes)
+	}
+}
