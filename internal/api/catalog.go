@@ -24,12 +24,12 @@ import (
 //
 //	onSaleFrom, onSaleUntil  RFC 3339 instants bounding the sale (absent: unbounded)
 const (
-	attrSeatState   = "state"
-	attrSeatVersion = "version"
-	AttrOnSaleFrom  = "onSaleFrom"
-	AttrOnSaleUntil = "onSaleUntil"
-	AttrPriceMinor  = "priceMinor"
-	AttrCurrency    = "currency"
+	attrSeatState   = tables.AttrSeatState
+	attrSeatVersion = tables.AttrVersion
+	AttrOnSaleFrom  = tables.AttrOnSaleFrom
+	AttrOnSaleUntil = tables.AttrOnSaleUntil
+	AttrPriceMinor  = tables.AttrPriceMinor
+	AttrCurrency    = tables.AttrCurrency
 )
 
 // DynamoReader is the part of the DynamoDB API the catalog uses; *dynamodb.Client satisfies it.

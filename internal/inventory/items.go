@@ -17,35 +17,33 @@ import (
 // condition expressions and index sort keys orders them by time.
 const TimeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// Item attribute names besides the key and index attributes in internal/tables.
+// Short names for the item attributes internal/tables owns.
 const (
-	attrState           = "state"
-	attrVersion         = "version"
-	attrUpdatedAt       = "updatedAt"
-	attrCustomerID      = "customerId"
-	attrSeatIDs         = "seatIds"
-	attrAmount          = "amount"
-	attrCurrency        = "currency" // reservations and seats, ISO 4217 upper case
-	attrPriceMinor      = "priceMinor"
-	attrInvState        = "inventoryState"
-	attrPayState        = "paymentState"
-	attrIdempotencyKey  = "idempotencyKey"
-	attrRequestHash     = "requestHash"
-	attrPaymentIntentID = "paymentIntentId"
-	attrTaskToken       = "taskToken"
-	attrExecutionARN    = "executionArn"
-	attrCorrelationID   = "correlationId"
-	attrOutcome         = "outcome"
-	attrCaptureBefore   = "captureBefore"
-	attrCancelAttempts  = "cancelAttempts"
-	attrCustomerCancel  = "customerCanceled"
-	attrRefundID        = "refundId"
-	attrRefundAttempts  = "refundAttempts"
-	attrUnwinding       = "unwinding"
-	attrCreatedAt       = "createdAt"
-	// attrRevision counts every write of a reservation item, including detail updates that
-	// keep the version; whole-item puts are conditioned on it so none overwrites another.
-	attrRevision = "revision"
+	attrState           = tables.AttrSeatState
+	attrVersion         = tables.AttrVersion
+	attrUpdatedAt       = tables.AttrUpdatedAt
+	attrCustomerID      = tables.AttrCustomerID
+	attrSeatIDs         = tables.AttrSeatIDs
+	attrAmount          = tables.AttrAmount
+	attrCurrency        = tables.AttrCurrency
+	attrPriceMinor      = tables.AttrPriceMinor
+	attrInvState        = tables.AttrInventoryState
+	attrPayState        = tables.AttrPaymentState
+	attrIdempotencyKey  = tables.AttrIdempotencyKey
+	attrRequestHash     = tables.AttrRequestHash
+	attrPaymentIntentID = tables.AttrPaymentIntentID
+	attrTaskToken       = tables.AttrTaskToken
+	attrExecutionARN    = tables.AttrExecutionARN
+	attrCorrelationID   = tables.AttrCorrelationID
+	attrOutcome         = tables.AttrOutcome
+	attrCaptureBefore   = tables.AttrCaptureBefore
+	attrCancelAttempts  = tables.AttrCancelAttempts
+	attrCustomerCancel  = tables.AttrCustomerCanceled
+	attrRefundID        = tables.AttrRefundID
+	attrRefundAttempts  = tables.AttrRefundAttempts
+	attrUnwinding       = tables.AttrUnwinding
+	attrCreatedAt       = tables.AttrCreatedAt
+	attrRevision        = tables.AttrRevision
 )
 
 // FormatTime renders t in TimeLayout.

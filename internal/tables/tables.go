@@ -81,6 +81,44 @@ const (
 	AttrExpiresAtTTL  = "expiresAtEpoch"
 )
 
+// Seat item attributes besides the key and index attributes above. Times are fixed-width UTC
+// strings (internal/inventory's TimeLayout) so that they compare as strings.
+const (
+	AttrSeatState     = "state"
+	AttrVersion       = "version" // seats and reservations
+	AttrUpdatedAt     = "updatedAt"
+	AttrPriceMinor    = "priceMinor"
+	AttrCurrency      = "currency" // seats and reservations, ISO 4217 upper case
+	AttrOnSaleFrom    = "onSaleFrom"
+	AttrOnSaleUntil   = "onSaleUntil"
+	AttrCreatedAt     = "createdAt"
+	AttrCorrelationID = "correlationId"
+)
+
+// Reservation item attributes besides the key and index attributes above.
+const (
+	AttrCustomerID       = "customerId"
+	AttrSeatIDs          = "seatIds"
+	AttrAmount           = "amount"
+	AttrInventoryState   = "inventoryState"
+	AttrPaymentState     = "paymentState"
+	AttrIdempotencyKey   = "idempotencyKey"
+	AttrRequestHash      = "requestHash"
+	AttrPaymentIntentID  = "paymentIntentId"
+	AttrTaskToken        = "taskToken"
+	AttrExecutionARN     = "executionArn"
+	AttrOutcome          = "outcome"
+	AttrCaptureBefore    = "captureBefore"
+	AttrCancelAttempts   = "cancelAttempts"
+	AttrCustomerCanceled = "customerCanceled"
+	AttrRefundID         = "refundId"
+	AttrRefundAttempts   = "refundAttempts"
+	AttrUnwinding        = "unwinding"
+	// AttrRevision counts every write of a reservation item, including detail updates that
+	// keep the version; whole-item puts are conditioned on it so none overwrites another.
+	AttrRevision = "revision"
+)
+
 // WriteShards is how many shards the sparse indexes spread their partition key over, so that a
 // flash sale's burst of holds does not land on one index partition. Readers query every shard.
 const WriteShards = 8

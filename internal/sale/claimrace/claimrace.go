@@ -240,7 +240,7 @@ func AuditEvent(ctx context.Context, db dynamodb.ScanAPIClient, names tables.Nam
 	owners := map[string]string{} // seatId -> reservationId for taken seats
 	err := scan(ctx, db, names.Of(tables.SeatsTable), eventID, func(item map[string]types.AttributeValue) {
 		a.SeatsScanned++
-		state, owner := str(item, "state"), str(item, tables.AttrReservationID)
+		state, owner := str(item, tables.AttrSeatState), str(item, tables.AttrReservationID)
 		if state != string(reservation.Available) && owner != "" {
 			a.SeatsTaken++
 			owners[str(item, tables.AttrSeatID)] = owner
@@ -251,7 +251,7 @@ func AuditEvent(ctx context.Context, db dynamodb.ScanAPIClient, names tables.Nam
 	}
 	all := map[string]stored{}
 	err = scan(ctx, db, names.Of(tables.ReservationsTable), eventID, func(item map[string]types.AttributeValue) {
-		r := stored{id: str(item, tables.AttrReservationID), state: str(item, "inventoryState")}
+		r := stored{id: str(item, tables.AttrReservationID), state: str(item, tables.AttrInventoryState)}
 		if l, ok := item["seatIds"].(*types.AttributeValueMemberL); ok {
 			for _, v := range l.Value {
 				if sv, ok := v.(*types.AttributeValueMemberS); ok {

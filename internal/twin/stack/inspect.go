@@ -162,7 +162,7 @@ func (in *Inspector) reservationItem(ctx context.Context, w io.Writer, id string
 	}
 	writeItem(w, out.Item, map[string]bool{"taskToken": true})
 	var seats []string
-	if l, ok := out.Item["seatIds"].(*types.AttributeValueMemberL); ok {
+	if l, ok := out.Item[tables.AttrSeatIDs].(*types.AttributeValueMemberL); ok {
 		for _, v := range l.Value {
 			if s, ok := v.(*types.AttributeValueMemberS); ok {
 				seats = append(seats, s.Value)
