@@ -1,4 +1,4 @@
-// Command infra is seatsaga's CDK app: `cdk synth` and `cdk deploy` run it through cdk.json.
+// Command cdk is seatsaga's CDK app: `cdk synth` and `cdk deploy` run it through cdk.json.
 // It builds every Lambda's bootstrap from lambdas/<name> first, so the assets CDK hashes are
 // always the current source, then declares the stack with cdk-nag's AwsSolutions checks as an
 // aspect: an unsuppressed finding fails synthesis.
@@ -41,7 +41,6 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	props.DefinitionPath = filepath.Join(root, "statemachine", "reservation.asl.json")
 	if dir, _ := get(ctxAssetDir).(string); dir != "" {
 		props.AssetDir = dir
 		for _, path := range stack.AssetPaths(dir, stack.Specs()) {
@@ -57,9 +56,6 @@ func run() error {
 	}
 	if err := props.Validate(); err != nil {
 		return err
-	}
-	if _, err := os.Stat(props.DefinitionPath); err != nil {
-		return fmt.Errorf("state machine definition: %w", err)
 	}
 
 	stack.New(app, "Seatsaga-"+props.Stage, &awscdk.StackProps{

@@ -56,7 +56,7 @@ func TestPropsFromContext(t *testing.T) {
 
 func TestValidateRefusesBrokenSettings(t *testing.T) {
 	base := DefaultProps()
-	base.AssetDir, base.DefinitionPath = "/assets", "/asl.json"
+	base.AssetDir = "/assets"
 	if err := base.Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // These tests synthesize the stack through the CDK's Node.js kernel. Go's test cache cannot
-// see the files Node reads (the ASL file, the assets, cdk.json), so run them with -count=1.
+// see the files Node reads (the assets, cdk.json), so run them with -count=1.
 // The kernel starts while the CDK packages initialize, before TestMain: silence Node 20's
 // end-of-life banner with JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 in the environment
 // (the Makefile exports it).
@@ -29,9 +29,6 @@ type synth struct {
 	template assertions.Template
 	// resources is the template's Resources section as plain Go values.
 	resources map[string]map[string]any
-	// aslPath is the definition the stack was built from: the repository's
-	// statemachine/reservation.asl.json.
-	aslPath string
 }
 
 var (
@@ -63,8 +60,7 @@ func synthesized(t *testing.T) *synth {
 }
 
 // synthesize builds a stack from props with placeholder assets (template tests check the
-// stack's shape, not the binaries; infra/build's own tests check those) and the repository's
-// ASL file.
+// stack's shape, not the binaries; infra/build's own tests check those).
 func synthesize(p Props, nag bool) (s *synth, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -90,9 +86,8 @@ func synthesize(p Props, nag bool) (s *synth, err error) {
 			return nil, err
 		}
 	}
-	s = &synth{aslPath: filepath.Join(root, "statemachine", "reservation.asl.json")}
+	s = &synth{}
 	p.AssetDir = tmp
-	p.DefinitionPath = s.aslPath
 
 	ctx, err := cdkJSONContext(filepath.Join(root, "cdk.json"))
 	if err != nil {

@@ -25,9 +25,7 @@ type Props struct {
 	ProductionStages []string
 	// AssetDir holds <function>/bootstrap for every function.
 	AssetDir string
-	// DefinitionPath is statemachine/reservation.asl.json.
-	DefinitionPath string
-	// LateSuccessPolicy is "reacquire" or "void" (DESIGN.md §1).
+	// LateSuccessPolicy is "reacquire" or "void" (internal/reservation/states.go).
 	LateSuccessPolicy string
 	// HoldSeconds is how long a claimed seat is held for payment.
 	HoldSeconds int
@@ -79,8 +77,6 @@ func (p Props) Validate() error {
 		return fmt.Errorf("stage %q: want a letter followed by letters, digits or dashes (it names the stack and the API stage)", p.Stage)
 	case p.AssetDir == "":
 		return fmt.Errorf("asset directory is empty")
-	case p.DefinitionPath == "":
-		return fmt.Errorf("state machine definition path is empty")
 	case p.LateSuccessPolicy != "reacquire" && p.LateSuccessPolicy != "void":
 		return fmt.Errorf("late-success policy %q: want reacquire or void", p.LateSuccessPolicy)
 	case p.HoldSeconds <= 0:
@@ -145,8 +141,7 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 		Settings: settings, Data: s.Data, Secrets: s.Secrets,
 	})
 	s.Workflow = NewWorkflow(st, "Workflow", WorkflowProps{
-		DefinitionPath: p.DefinitionPath, Functions: s.Functions, Settings: settings,
-		Production: prod, LogRetention: logRetention,
+		Functions: s.Functions, Production: prod, LogRetention: logRetention,
 		Starters: []string{"api"},
 		// The api fails the waiting task when a customer cancels; the webhook completes it
 		// when Stripe reports the outcome. The sweeper only looks: a hold whose deadline

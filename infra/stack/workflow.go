@@ -2,10 +2,8 @@ package stack
 
 import (
 	"fmt"
-	"os"
-	"regexp"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -14,48 +12,15 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/seatsaga/seatsaga/statemachine"
 )
-
-// StepFunctions are the functions the state machine may invoke; a `${…FunctionArn}`
-// placeholder naming any other function is refused.
-var StepFunctions = []string{"claim", "authorize", "confirm", "capture", "compensate", "reconcile"}
-
-// placeholderPattern matches CloudFormation definition substitutions as Step Functions applies
-// them: ${Name}.
-var placeholderPattern = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`)
-
-// Placeholders returns the distinct `${…}` names a definition uses, sorted.
-func Placeholders(definition string) []string {
-	seen := map[string]bool{}
-	for _, m := range placeholderPattern.FindAllStringSubmatch(definition, -1) {
-		seen[m[1]] = true
-	}
-	out := make([]string, 0, len(seen))
-	for name := range seen {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// FunctionForPlaceholder maps a placeholder such as "ClaimFunctionArn" to the function name
-// "claim"; ok is false for placeholders of any other shape.
-func FunctionForPlaceholder(placeholder string) (name string, ok bool) {
-	base, found := strings.CutSuffix(placeholder, "FunctionArn")
-	if !found || base == "" {
-		return "", false
-	}
-	return strings.ToLower(base), true
-}
 
 // WorkflowProps configures the state machine.
 type WorkflowProps struct {
-	// DefinitionPath is the ASL file (statemachine/reservation.asl.json).
-	DefinitionPath string
-	Functions      *Functions
-	Settings       Settings
-	Production     bool
-	LogRetention   awslogs.RetentionDays
+	Functions    *Functions
+	Production   bool
+	LogRetention awslogs.RetentionDays
 	// Starters may start executions and read them (the api).
 	Starters []string
 	// TaskResponders may complete a waiting task with SendTaskSuccess/Failure/Heartbeat.
@@ -75,19 +40,17 @@ type Workflow struct {
 	Substitutions []string
 }
 
-// NewWorkflow declares the state machine from the ASL file. The substitutions are derived from
-// the placeholders the file actually uses, so the file and the stack cannot drift: a
-// placeholder without a source fails synthesis, and nothing unused is substituted. The state
-// machine's role may invoke exactly the functions the definition names.
+// NewWorkflow declares the state machine from the embedded definition (package statemachine).
+// The substitutions are derived from the placeholders the definition actually uses, so the
+// definition and the stack cannot drift: a placeholder without a source fails synthesis, and
+// nothing unused is substituted. The state machine's role may invoke exactly the functions the
+// definition names.
 func NewWorkflow(scope constructs.Construct, id string, p WorkflowProps) *Workflow {
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	raw, err := os.ReadFile(p.DefinitionPath)
+	def := statemachine.Definition()
+	subs, invoked, err := substitutions(def, p.Functions)
 	if err != nil {
-		panic(fmt.Sprintf("stack: read state machine definition: %v", err))
-	}
-	subs, invoked, err := substitutions(string(raw), p.Functions, p.Settings)
-	if err != nil {
-		panic(fmt.Sprintf("stack: %s: %v", p.DefinitionPath, err))
+		panic(fmt.Sprintf("stack: %s: %v", statemachine.File, err))
 	}
 
 	removal := awscdk.RemovalPolicy_DESTROY
@@ -126,9 +89,9 @@ func NewWorkflow(scope constructs.Construct, id string, p WorkflowProps) *Workfl
 	}
 	sort.Strings(keys)
 	sm := awsstepfunctions.NewStateMachine(c, jsii.String("StateMachine"), &awsstepfunctions.StateMachineProps{
-		// FromFile keeps the ASL file the single source the local engine also runs; CDK
-		// uploads it as an S3 asset and CloudFormation applies the substitutions.
-		DefinitionBody:          awsstepfunctions.DefinitionBody_FromFile(jsii.String(p.DefinitionPath), nil),
+		// The same bytes the local engine runs, inline in the template; CloudFormation applies
+		// the substitutions.
+		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(string(def))),
 		DefinitionSubstitutions: &subMap,
 		StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
 		Role:                    role,
@@ -162,43 +125,29 @@ func NewWorkflow(scope constructs.Construct, id string, p WorkflowProps) *Workfl
 	return &Workflow{Construct: c, StateMachine: sm, LogGroup: logs, Substitutions: keys}
 }
 
-// substitutions resolves every placeholder of the definition: `<Step>FunctionArn` to a step
-// function's ARN, and the settings the saga may need as literals. It also returns the functions
-// the definition invokes.
-func substitutions(definition string, fs *Functions, s Settings) (map[string]*string, []string, error) {
-	allowed := map[string]bool{}
-	for _, n := range StepFunctions {
-		allowed[n] = true
+// substitutions resolves every placeholder of the definition to its step function's ARN; a
+// placeholder that names no step (statemachine.Steps) or a step this stack does not declare
+// fails. It also returns the functions the definition invokes.
+func substitutions(definition []byte, fs *Functions) (map[string]*string, []string, error) {
+	if err := statemachine.Check(definition); err != nil {
+		return nil, nil, err
 	}
-	settings := map[string]string{
-		"Stage":             s.Stage,
-		"LateSuccessPolicy": s.LateSuccessPolicy,
-		"HoldSeconds":       strconv.Itoa(s.HoldSeconds),
-	}
+	used := statemachine.Placeholders(definition)
 	subs := map[string]*string{}
-	var invoked, unknown []string
-	for _, ph := range Placeholders(definition) {
-		if name, ok := FunctionForPlaceholder(ph); ok {
-			if !allowed[name] {
-				unknown = append(unknown, ph+" (not a saga step function)")
-				continue
-			}
-			if _, declared := fs.ByName[name]; !declared {
-				unknown = append(unknown, ph+" (function not declared)")
-				continue
-			}
-			subs[ph] = fs.Get(name).Function.FunctionArn()
-			invoked = append(invoked, name)
+	var invoked, undeclared []string
+	for _, step := range statemachine.Steps {
+		if !slices.Contains(used, step.Placeholder) {
 			continue
 		}
-		if v, ok := settings[ph]; ok {
-			subs[ph] = jsii.String(v)
+		if _, declared := fs.ByName[step.Name]; !declared {
+			undeclared = append(undeclared, step.Name)
 			continue
 		}
-		unknown = append(unknown, ph)
+		subs[step.Placeholder] = fs.Get(step.Name).Function.FunctionArn()
+		invoked = append(invoked, step.Name)
 	}
-	if len(unknown) > 0 {
-		return nil, nil, fmt.Errorf("placeholders without a substitution: %s", strings.Join(unknown, ", "))
+	if len(undeclared) > 0 {
+		return nil, nil, fmt.Errorf("step functions not declared: %s", strings.Join(undeclared, ", "))
 	}
 	return subs, invoked, nil
 }

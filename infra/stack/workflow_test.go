@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -9,51 +8,17 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/seatsaga/seatsaga/statemachine"
 )
 
-func TestPlaceholdersAndFunctionNames(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		def  string
-		want []string
-	}{
-		{"none", `{"StartAt":"A"}`, []string{}},
-		{"distinct and sorted", `"${ConfirmFunctionArn}" "${ClaimFunctionArn}" "${ClaimFunctionArn}"`, []string{"ClaimFunctionArn", "ConfirmFunctionArn"}},
-		{"JSONPath dollars are not placeholders", `{"a.$":"$.x","b":"$$.Task.Token"}`, []string{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Placeholders(tc.def); !slices.Equal(got, tc.want) {
-				t.Errorf("Placeholders = %v, want %v", got, tc.want)
-			}
-		})
-	}
-	for _, tc := range []struct {
-		placeholder, name string
-		ok                bool
-	}{
-		{"ClaimFunctionArn", "claim", true},
-		{"CompensateFunctionArn", "compensate", true},
-		{"FunctionArn", "", false},
-		{"ClaimTableName", "", false},
-	} {
-		name, ok := FunctionForPlaceholder(tc.placeholder)
-		if name != tc.name || ok != tc.ok {
-			t.Errorf("FunctionForPlaceholder(%q) = %q, %v; want %q, %v", tc.placeholder, name, ok, tc.name, tc.ok)
-		}
-	}
-}
-
-// The repository's ASL file and the stack must agree exactly: every `${…}` in the file has a
-// substitution, and every substitution is used by the file.
+// The definition and the stack must agree exactly: every `${…}` in the definition has a
+// substitution, and every substitution is used by the definition.
 func TestEveryPlaceholderInTheASLHasASubstitutionAndEverySubstitutionIsUsed(t *testing.T) {
 	s := synthesized(t)
-	raw, err := os.ReadFile(s.aslPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	placeholders := Placeholders(string(raw))
+	placeholders := statemachine.Placeholders(statemachine.Definition())
 	if len(placeholders) == 0 {
-		t.Fatal("the ASL file uses no placeholders; Lambda ARNs must come from substitutions")
+		t.Fatal("the definition uses no placeholders; Lambda ARNs must come from substitutions")
 	}
 	_, r := s.byPath(t, "Workflow/StateMachine/Resource")
 	subs, _ := props(r)["DefinitionSubstitutions"].(map[string]any)
@@ -69,13 +34,13 @@ func TestEveryPlaceholderInTheASLHasASubstitutionAndEverySubstitutionIsUsed(t *t
 	}
 	for _, k := range keys {
 		if !slices.Contains(placeholders, k) {
-			t.Errorf("substitution %s is not used by the ASL file", k)
+			t.Errorf("substitution %s is not used by the definition", k)
 		}
 	}
 	// Every saga step is reachable from the definition.
-	for _, step := range StepFunctions {
-		if !slices.Contains(placeholders, pascal(step)+"FunctionArn") {
-			t.Errorf("the ASL file never invokes the %s step", step)
+	for _, step := range statemachine.Steps {
+		if !slices.Contains(placeholders, step.Placeholder) {
+			t.Errorf("the definition never invokes the %s step", step.Name)
 		}
 	}
 }
@@ -85,11 +50,12 @@ func TestSubstitutionsPointAtTheNamedFunctions(t *testing.T) {
 	_, r := s.byPath(t, "Workflow/StateMachine/Resource")
 	subs := props(r)["DefinitionSubstitutions"].(map[string]any)
 	for k, v := range subs {
-		name, ok := FunctionForPlaceholder(k)
+		step, ok := statemachine.StepFor(k)
 		if !ok {
+			t.Errorf("substitution %s names no step", k)
 			continue
 		}
-		fnID, _ := s.byPath(t, "Functions/"+pascal(name)+"/Resource")
+		fnID, _ := s.byPath(t, "Functions/"+pascal(step.Name)+"/Resource")
 		if want := `{"Fn::GetAtt":["` + fnID + `","Arn"]}`; asJSON(v) != want {
 			t.Errorf("%s = %s, want %s", k, asJSON(v), want)
 		}
@@ -98,26 +64,28 @@ func TestSubstitutionsPointAtTheNamedFunctions(t *testing.T) {
 
 func TestSubstitutionsRefuseUnknownAndNonStepPlaceholders(t *testing.T) {
 	s := synthesized(t)
-	settings := Settings{Stage: "dev", LateSuccessPolicy: "void", HoldSeconds: 60}
 	for _, tc := range []struct {
 		name, def, wantErr string
+		fs                 *Functions
 	}{
-		{"unknown name", `"${ClaimFunctionArn}" "${SomethingElse}"`, "SomethingElse"},
-		{"not a saga step", `"${ApiFunctionArn}"`, "ApiFunctionArn (not a saga step function)"},
-		{"undeclared function", `"${BogusFunctionArn}"`, "BogusFunctionArn"},
+		{"unknown name", `"${ClaimFunctionArn}" "${SomethingElse}"`, "${SomethingElse}", s.stack.Functions},
+		{"not a saga step", `"${ApiFunctionArn}"`, "${ApiFunctionArn}", s.stack.Functions},
+		// Settings are not placeholders: the statemachine package knows only the steps.
+		{"a setting", `"${LateSuccessPolicy}"`, "${LateSuccessPolicy}", s.stack.Functions},
+		{"undeclared step function", `"${ClaimFunctionArn}"`, "not declared: claim", &Functions{ByName: map[string]*Function{}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := substitutions(tc.def, s.stack.Functions, settings)
+			_, _, err := substitutions([]byte(tc.def), tc.fs)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("err = %v, want one naming %q", err, tc.wantErr)
 			}
 		})
 	}
-	subs, invoked, err := substitutions(`"${ClaimFunctionArn}" "${LateSuccessPolicy}"`, s.stack.Functions, settings)
+	subs, invoked, err := substitutions([]byte(`"${ClaimFunctionArn}" "${ClaimFunctionArn}"`), s.stack.Functions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(subs) != 2 || *subs["LateSuccessPolicy"] != "void" || !slices.Equal(invoked, []string{"claim"}) {
+	if len(subs) != 1 || subs["ClaimFunctionArn"] == nil || !slices.Equal(invoked, []string{"claim"}) {
 		t.Errorf("subs %v invoked %v", subs, invoked)
 	}
 }
@@ -137,8 +105,8 @@ func TestStateMachineIsStandardLoggedWithoutDataTracedAndInvokesOnlyTheSteps(t *
 	if logging["IncludeExecutionData"] != false || logging["Level"] != "ALL" || !strings.Contains(asJSON(logging["Destinations"]), logsID) {
 		t.Errorf("logging %s, want level ALL without execution data to %s", asJSON(logging), logsID)
 	}
-	if _, ok := p["DefinitionS3Location"]; !ok {
-		t.Errorf("definition not from the ASL file asset: %s", asJSON(p))
+	if p["DefinitionString"] != string(statemachine.Definition()) {
+		t.Errorf("definition is not the embedded one: %s", asJSON(p))
 	}
 
 	roleID, _ := s.byPath(t, "Workflow/Role/Resource")
@@ -154,8 +122,8 @@ func TestStateMachineIsStandardLoggedWithoutDataTracedAndInvokesOnlyTheSteps(t *
 		}
 	}
 	var want []string
-	for _, step := range StepFunctions {
-		id, _ := s.byPath(t, "Functions/"+pascal(step)+"/Resource")
+	for _, step := range statemachine.Steps {
+		id, _ := s.byPath(t, "Functions/"+pascal(step.Name)+"/Resource")
 		want = append(want, `{"Fn::GetAtt":["`+id+`","Arn"]}`)
 	}
 	sort.Strings(invokable)

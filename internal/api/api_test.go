@@ -13,35 +13,42 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
 )
 
 var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 type rig struct {
 	h       *Handler
-	sfn     *fakeSFN
-	res     *fakeReservations
+	clock   *clock.Fake
+	sfn     *sagatest.StepFunctions
+	res     *reservations
 	cat     *fakeCatalog
-	pay     *fakePayments
+	pay     *sagatest.Payments
 	metrics *metrics.Memory
 }
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
+	clk := clock.NewFake(testNow)
 	r := &rig{
-		sfn:     newFakeSFN(),
-		res:     &fakeReservations{byID: map[string]reservation.Reservation{}},
+		clock:   clk,
+		sfn:     sagatest.NewStepFunctions(),
+		res:     &reservations{MemStore: sagatest.NewMemStore(clk.Now)},
 		cat:     &fakeCatalog{seats: map[string]CatalogSeat{}},
-		pay:     &fakePayments{},
+		pay:     sagatest.NewPayments(),
 		metrics: metrics.NewMemory(),
 	}
+	r.sfn.Now = clk.Now
 	for _, s := range []string{"A1", "A2", "A3", "B1"} {
 		r.cat.seats["ev1#"+s] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: s, State: reservation.Available,
 			PriceMinor: 2500, Currency: "EUR"}}
@@ -49,7 +56,7 @@ func newRig(t testing.TB) *rig {
 	h, err := New(Deps{
 		Reservations: r.res, Seats: r.cat, SFN: r.sfn, Payments: r.pay,
 		StateMachineARN: testMachine, MaxSeats: 3,
-		Now:     func() time.Time { return testNow },
+		Now:     clk.Now,
 		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Metrics: r.metrics,
 	})
@@ -112,8 +119,8 @@ func (r *rig) do(t *testing.T, req events.APIGatewayProxyRequest) events.APIGate
 	return resp
 }
 
-// TestCreateRefusesBadInput is e2e test 15's matrix at unit level: every bad request gets the
-// right 4xx and code, and nothing is started.
+// TestCreateRefusesBadInput is internal/twin/e2e's TestAPIRefusesBadInputAndWritesNothing at
+// unit level: every bad request gets the right 4xx and code, and nothing is started.
 func TestCreateRefusesBadInput(t *testing.T) {
 	seats := func(n int) string {
 		ids := make([]string, n)
@@ -215,7 +222,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 			r.cat.err = fmt.Errorf("read: %w", &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"})
 		}, 503, "unavailable"},
 		{"step functions throttled", "alice", "ev1", "k1", goodBody, func(r *rig) {
-			r.sfn.startErr = &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
+			r.sfn.FailAll(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
 		}, 503, "unavailable"},
 	}
 	for _, tc := range cases {
@@ -232,7 +239,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 			if e.Message == "" {
 				t.Fatal("error without a message")
 			}
-			if n := r.sfn.startCount(); n != 0 {
+			if n := r.sfn.Started(); n != 0 {
 				t.Fatalf("%d executions started, want none", n)
 			}
 		})
@@ -253,9 +260,9 @@ func TestCreateStartsOneExecutionPerKey(t *testing.T) {
 	if resp.Headers["Location"] != v.StatusURL {
 		t.Fatalf("Location %q", resp.Headers["Location"])
 	}
-	ex := r.sfn.executions[executionARN(testMachine, wantID)]
+	ex, _ := r.sfn.Execution(executionARN(testMachine, wantID))
 	var in saga.Input
-	if err := json.Unmarshal([]byte(ex.input), &in); err != nil {
+	if err := json.Unmarshal([]byte(ex.Input), &in); err != nil {
 		t.Fatal(err)
 	}
 	if in.CustomerID != "alice" || in.EventID != "ev1" || in.Currency != "eur" || in.Amount != 5000 ||
@@ -270,8 +277,8 @@ func TestCreateStartsOneExecutionPerKey(t *testing.T) {
 		t.Fatalf("replay: %d %s", replay.StatusCode, replay.Body)
 	}
 	// Once the Claim step wrote the reservation, the replay reports it.
-	r.res.byID[wantID] = reservation.Reservation{ID: wantID, CustomerID: "alice", Inventory: reservation.Held,
-		Payment: reservation.NotStarted, HoldExpiresAt: testNow.Add(10 * time.Minute), Version: 1}
+	r.res.put(reservation.Reservation{ID: wantID, CustomerID: "alice", Inventory: reservation.Held,
+		Payment: reservation.NotStarted, HoldExpiresAt: testNow.Add(10 * time.Minute), Version: 1})
 	replay = r.do(t, postReq("alice", "ev1", "key-1", goodBody))
 	if rv := decode[ReservationStatus](t, replay); replay.StatusCode != 202 || rv.Status != "HELD" || rv.HoldExpiresAt == nil {
 		t.Fatalf("replay after claim: %d %s", replay.StatusCode, replay.Body)
@@ -286,7 +293,7 @@ func TestCreateStartsOneExecutionPerKey(t *testing.T) {
 	if bob.StatusCode != 202 || decode[ReservationStatus](t, bob).ReservationID == wantID {
 		t.Fatalf("bob: %d %s", bob.StatusCode, bob.Body)
 	}
-	if n := r.sfn.startCount(); n != 2 {
+	if n := r.sfn.Started(); n != 2 {
 		t.Fatalf("%d executions started, want 2", n)
 	}
 	if r.metrics.Total("IdempotencyConflicts") != 1 || r.metrics.Total("ReservationReplays") != 2 {
@@ -311,12 +318,17 @@ func TestCreateRaceWithConcurrentRetry(t *testing.T) {
 			}
 			req, _ := DecodeCreateRequest(body, false, 3)
 			in, _ := json.Marshal(saga.Input{CustomerID: "alice", RequestHash: RequestHash("alice", "ev1", req)})
-			r.sfn.raceInput = string(in)
+			// A concurrent request starts the execution first, with its own input.
+			r.sfn.BeforeStart = func(start *sfn.StartExecutionInput) {
+				r.sfn.BeforeStart = nil
+				r.sfn.PutExecution(sagatest.ExecutionARN(aws.ToString(start.StateMachineArn), aws.ToString(start.Name)), string(in),
+					sfntypes.ExecutionStatusRunning)
+			}
 			resp := r.do(t, postReq("alice", "ev1", "k", goodBody))
 			if resp.StatusCode != tc.wantStatus {
 				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 			}
-			if r.sfn.startCount() != 0 {
+			if r.sfn.Started() != 0 {
 				t.Fatal("the losing request started an execution")
 			}
 		})
@@ -346,12 +358,12 @@ func TestCreateChargesTheServerPrice(t *testing.T) {
 
 	inputOf := func(t *testing.T, key string) saga.Input {
 		t.Helper()
-		ex := r.sfn.executions[executionARN(testMachine, ReservationID("alice", key))]
-		if ex == nil {
+		ex, ok := r.sfn.Execution(executionARN(testMachine, ReservationID("alice", key)))
+		if !ok {
 			t.Fatalf("no execution for %s", key)
 		}
 		var in saga.Input
-		if err := json.Unmarshal([]byte(ex.input), &in); err != nil {
+		if err := json.Unmarshal([]byte(ex.Input), &in); err != nil {
 			t.Fatal(err)
 		}
 		return in
@@ -375,7 +387,7 @@ func TestCreateChargesTheServerPrice(t *testing.T) {
 	if resp.StatusCode != 409 || e.Code != "price_changed" || e.Amount != 6500 || e.Currency != "eur" {
 		t.Fatalf("stale price: %d %s", resp.StatusCode, resp.Body)
 	}
-	if n := r.sfn.startCount(); n != 2 {
+	if n := r.sfn.Started(); n != 2 {
 		t.Fatalf("%d executions started, want 2", n)
 	}
 }
@@ -397,7 +409,7 @@ func TestGet(t *testing.T) {
 	running := func(customer string, status sfntypes.ExecutionStatus) func(*rig) {
 		return func(r *rig) {
 			in, _ := json.Marshal(saga.Input{ReservationID: id, CustomerID: customer, EventID: "ev1"})
-			r.sfn.executions[executionARN(testMachine, id)] = &fakeExecution{input: string(in), status: status}
+			r.sfn.PutExecution(executionARN(testMachine, id), string(in), status)
 		}
 	}
 	cases := []struct {
@@ -409,33 +421,33 @@ func TestGet(t *testing.T) {
 		wantSecret string
 	}{
 		{"owner sees the payment wait and the client secret", "alice", id, func(r *rig) {
-			r.res.byID[id] = pending
-			r.pay.auth = payment.Authorization{State: payment.StateAuthorizing, ClientSecret: "pi_1_secret_x", NextAction: "use_stripe_sdk"}
+			r.res.put(pending)
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_1", State: payment.StateAuthorizing, ClientSecret: "pi_1_secret_x", NextAction: "use_stripe_sdk"})
 		}, 200, "PAYMENT_PENDING", "pi_1_secret_x"},
 		{"no secret once authorized", "alice", id, func(r *rig) {
 			p := pending
 			p.Payment = reservation.Authorized
-			r.res.byID[id] = p
-			r.pay.auth = payment.Authorization{State: payment.StateAuthorized, ClientSecret: "pi_1_secret_x"}
+			r.res.put(p)
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_1", State: payment.StateAuthorized, ClientSecret: "pi_1_secret_x"})
 		}, 200, "PAYMENT_PENDING", ""},
 		{"a recorded cancel shows with its money and without the client secret", "alice", id, func(r *rig) {
 			p := pending
 			p.CustomerCanceled = true
-			r.res.byID[id] = p
-			r.pay.auth = payment.Authorization{State: payment.StateAuthorizing, ClientSecret: "pi_1_secret_x", NextAction: "use_stripe_sdk"}
+			r.res.put(p)
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_1", State: payment.StateAuthorizing, ClientSecret: "pi_1_secret_x", NextAction: "use_stripe_sdk"})
 		}, 200, "PAYMENT_PENDING", ""},
 		{"provider down still answers", "alice", id, func(r *rig) {
-			r.res.byID[id] = pending
-			r.pay.err = errBoom
+			r.res.put(pending)
+			r.pay.FailAll(sagatest.PayRetrieve, errBoom)
 		}, 200, "PAYMENT_PENDING", ""},
-		{"someone else's reservation is not found", "bob", id, func(r *rig) { r.res.byID[id] = pending }, 404, "", ""},
+		{"someone else's reservation is not found", "bob", id, func(r *rig) { r.res.put(pending) }, 404, "", ""},
 		{"malformed id", "alice", "r_UPPER", nil, 404, "", ""},
 		{"no authenticated customer", "", id, nil, 401, "", ""},
 		{"before the claim: pending", "alice", id, running("alice", sfntypes.ExecutionStatusRunning), 200, StatusPending, ""},
 		{"execution ended without a claim: rejected", "alice", id, running("alice", sfntypes.ExecutionStatusSucceeded), 200, StatusRejected, ""},
 		{"someone else's pending execution", "bob", id, running("alice", sfntypes.ExecutionStatusRunning), 404, "", ""},
 		{"nothing at all", "alice", id, nil, 404, "", ""},
-		{"store down", "alice", id, func(r *rig) { r.res.err = errBoom }, 500, "", ""},
+		{"store down", "alice", id, func(r *rig) { r.res.Fail[sagatest.OpGet] = errBoom }, 500, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -458,7 +470,7 @@ func TestGet(t *testing.T) {
 				t.Fatalf("view %+v", v)
 			}
 			wantMoney := ""
-			if stored, ok := r.res.byID[id]; ok && stored.CustomerCanceled {
+			if stored, ok := r.res.Reservation(id); ok && stored.CustomerCanceled {
 				wantMoney = MoneyWillBeVoided
 			}
 			if v.CancelRequested != (wantMoney != "") || v.Money != wantMoney {
@@ -478,7 +490,7 @@ func TestCancel(t *testing.T) {
 			if mut != nil {
 				mut(&res)
 			}
-			r.res.byID[id] = res
+			r.res.put(res)
 		}
 	}
 	and := func(setups ...func(*rig)) func(*rig) {
@@ -488,11 +500,11 @@ func TestCancel(t *testing.T) {
 			}
 		}
 	}
-	signalFails := func(err error) func(*rig) { return func(r *rig) { r.sfn.failErr = err } }
+	signalFails := func(err error) func(*rig) { return func(r *rig) { r.sfn.FailAll(sagatest.SFNSendTaskFailure, err) } }
 	execution := func(status sfntypes.ExecutionStatus) func(*rig) {
 		return func(r *rig) {
 			in, _ := json.Marshal(saga.Input{CustomerID: "alice"})
-			r.sfn.executions[executionARN(testMachine, id)] = &fakeExecution{input: string(in), status: status}
+			r.sfn.PutExecution(executionARN(testMachine, id), string(in), status)
 		}
 	}
 	cases := []struct {
@@ -570,7 +582,7 @@ func TestCancel(t *testing.T) {
 		}, 503, "unavailable", "", 0, false},
 		{"the store refuses the write: 500, no signal", "alice", func(r *rig) {
 			with(nil)(r)
-			r.res.cancelErr = errBoom
+			r.res.Fail[sagatest.OpCancel] = errBoom
 		}, 500, "internal", "", 0, false},
 		{"someone else's", "bob", with(nil), 404, "not_found", "", 0, false},
 		{"no authenticated customer", "", with(nil), 401, "unauthorized", "", 0, false},
@@ -607,14 +619,15 @@ func TestCancel(t *testing.T) {
 			if tc.wantRecorded && after.Version <= before.Version {
 				t.Fatalf("version %d after the cancel, %d before: the write did not bump it", after.Version, before.Version)
 			}
-			if !tc.wantRecorded && r.res.writes != 0 {
-				t.Fatalf("%d writes, want none", r.res.writes)
+			if n := r.res.cancelWrites(); !tc.wantRecorded && n != 0 {
+				t.Fatalf("%d writes, want none", n)
 			}
-			if len(r.sfn.failures) != tc.wantSignals {
-				t.Fatalf("%d SendTaskFailure calls, want %d", len(r.sfn.failures), tc.wantSignals)
+			signals := r.sfn.Answers()
+			if len(signals) != tc.wantSignals {
+				t.Fatalf("%d SendTaskFailure calls, want %d", len(signals), tc.wantSignals)
 			}
-			for _, f := range r.sfn.failures {
-				if aws.ToString(f.Error) != "CustomerCanceled" || aws.ToString(f.TaskToken) != "tok-1" {
+			for _, f := range signals {
+				if f.Op != sagatest.SFNSendTaskFailure || f.Error != "CustomerCanceled" || f.TaskToken != "tok-1" {
 					t.Fatalf("SendTaskFailure %+v", f)
 				}
 			}
@@ -636,16 +649,16 @@ func TestCancel(t *testing.T) {
 func TestCancelTwiceAnswersTheSameAndCountsOnce(t *testing.T) {
 	r := newRig(t)
 	id := ReservationID("alice", "k")
-	r.res.byID[id] = reservation.Reservation{ID: id, CustomerID: "alice", Inventory: reservation.PaymentPending,
-		Payment: reservation.Authorizing, TaskToken: "tok-1", Version: 3, HoldExpiresAt: testNow.Add(time.Minute)}
+	r.res.put(reservation.Reservation{ID: id, CustomerID: "alice", Inventory: reservation.PaymentPending,
+		Payment: reservation.Authorizing, TaskToken: "tok-1", Version: 3, HoldExpiresAt: testNow.Add(time.Minute)})
 	first := r.do(t, idReq("DELETE", "alice", id))
-	r.sfn.failErr = &sfntypes.TaskTimedOut{Message: aws.String("closed")}
+	// The first signal closed the wait: Step Functions answers the second one TaskTimedOut.
 	second := r.do(t, idReq("DELETE", "alice", id))
 	if first.StatusCode != 202 || second.StatusCode != first.StatusCode || second.Body != first.Body {
 		t.Fatalf("first %d %s\nsecond %d %s", first.StatusCode, first.Body, second.StatusCode, second.Body)
 	}
-	if r.res.writes != 1 || r.metrics.Total("CustomerCancels") != 1 {
-		t.Fatalf("%d writes, CustomerCancels %d; want 1 and 1", r.res.writes, r.metrics.Total("CustomerCancels"))
+	if r.res.cancelWrites() != 1 || r.metrics.Total("CustomerCancels") != 1 {
+		t.Fatalf("%d writes, CustomerCancels %d; want 1 and 1", r.res.cancelWrites(), r.metrics.Total("CustomerCancels"))
 	}
 	if got := r.metrics.Get("CustomerCancelSignals", metrics.Dim{Name: "outcome", Value: "wait_closed"}); got != 1 {
 		t.Fatalf("%d signals found the wait closed, want 1", got)

@@ -33,7 +33,7 @@ import (
 // Name is this consumer's prefix in ProcessedEvents keys.
 const Name = "notify"
 
-// Defaults for Notifier fields left zero.
+// Defaults for Deps fields left zero.
 const (
 	DefaultRetention = 7 * 24 * time.Hour
 	DefaultLease     = 30 * time.Second
@@ -109,8 +109,8 @@ type DynamoDB interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
-// Notifier is the consumer.
-type Notifier struct {
+// Deps is what the consumer needs. DB, Table and Sender are required; the rest have defaults.
+type Deps struct {
 	DB DynamoDB
 	// Table is the deployed ProcessedEvents table name.
 	Table     string
@@ -118,8 +118,41 @@ type Notifier struct {
 	Now       func() time.Time
 	Retention time.Duration
 	Lease     time.Duration
+	Logger    *slog.Logger
 	Metrics   metrics.Recorder
-	Log       *slog.Logger
+}
+
+// Notifier is the consumer.
+type Notifier struct {
+	d Deps
+}
+
+// New checks deps and returns the consumer.
+func New(d Deps) (*Notifier, error) {
+	switch {
+	case d.DB == nil:
+		return nil, errors.New("consumer: DB is required")
+	case d.Table == "":
+		return nil, errors.New("consumer: Table is required")
+	case d.Sender == nil:
+		return nil, errors.New("consumer: Sender is required")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Retention <= 0 {
+		d.Retention = DefaultRetention
+	}
+	if d.Lease <= 0 {
+		d.Lease = DefaultLease
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.Discard{}
+	}
+	return &Notifier{d: d}, nil
 }
 
 // ErrInProgress means another delivery of the same event holds the lease; the caller should
@@ -147,7 +180,7 @@ func (n *Notifier) Handle(ctx context.Context, ev events.EventBridgeEvent) error
 	var invalid *InvalidEventError
 	if errors.As(err, &invalid) {
 		// Redelivery cannot fix a malformed event; log it and let it go.
-		n.logger().ErrorContext(ctx, "consumer: dropping invalid event", "busEventId", ev.ID, "err", err)
+		n.d.Logger.ErrorContext(ctx, "consumer: dropping invalid event", "busEventId", ev.ID, "err", err)
 		return nil
 	}
 	return err
@@ -156,7 +189,7 @@ func (n *Notifier) Handle(ctx context.Context, ev events.EventBridgeEvent) error
 // Process handles one event and says what it did.
 func (n *Notifier) Process(ctx context.Context, ev events.EventBridgeEvent) (Outcome, error) {
 	if ev.Source != outbox.Source {
-		n.count(MetricIgnored, 1)
+		n.d.Metrics.Count(MetricIgnored, 1)
 		return OutcomeIgnored, nil
 	}
 	var env outbox.Envelope
@@ -169,7 +202,7 @@ func (n *Notifier) Process(ctx context.Context, ev events.EventBridgeEvent) (Out
 	ctx = obs.WithCorrelation(obs.WithReservation(ctx, env.ReservationID), env.CorrelationID)
 	kind, ok := kinds[env.Type]
 	if !ok {
-		n.count(MetricIgnored, 1)
+		n.d.Metrics.Count(MetricIgnored, 1)
 		return OutcomeIgnored, nil
 	}
 	var payload struct {
@@ -186,28 +219,28 @@ func (n *Notifier) Process(ctx context.Context, ev events.EventBridgeEvent) (Out
 	if err != nil || outcome != "" {
 		return outcome, err
 	}
-	if err := n.Sender.Send(ctx, note); err != nil {
+	if err := n.d.Sender.Send(ctx, note); err != nil {
 		// The claim stays SENDING; a redelivery after the lease sends again.
 		return "", fmt.Errorf("consumer: send %s notification for %s: %w", kind, env.ReservationID, err)
 	}
 	if err := n.markSent(ctx, note.EventID, lease); err != nil {
 		return "", err
 	}
-	n.count(MetricSent, 1, metrics.Dim{Name: "kind", Value: string(kind)})
-	n.logger().InfoContext(ctx, "consumer: notification sent", "eventId", note.EventID, "kind", kind)
+	n.d.Metrics.Count(MetricSent, 1, metrics.Dim{Name: "kind", Value: string(kind)})
+	n.d.Logger.InfoContext(ctx, "consumer: notification sent", "eventId", note.EventID, "kind", kind)
 	return OutcomeSent, nil
 }
 
 // claim records the event as being sent and the reservation's latest notified version, in one
 // transaction. It returns the lease it holds, or the outcome that ends processing.
 func (n *Notifier) claim(ctx context.Context, note Notification) (leaseUntilMs int64, outcome Outcome, err error) {
-	now := n.now()
-	lease := now.Add(n.lease()).UnixMilli()
+	now := n.d.Now()
+	lease := now.Add(n.d.Lease).UnixMilli()
 	item := n.record(note, StateSending, now)
 	item[AttrLeaseUntilMs] = num(lease)
-	_, err = n.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	_, err = n.d.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{
-			TableName:                aws.String(n.Table),
+			TableName:                aws.String(n.d.Table),
 			Item:                     item,
 			ConditionExpression:      aws.String("attribute_not_exists(#k)"),
 			ExpressionAttributeNames: map[string]string{"#k": tables.AttrDedupeKey},
@@ -230,8 +263,8 @@ func (n *Notifier) claim(ctx context.Context, note Notification) (leaseUntilMs i
 		if err := n.recordStale(ctx, note, now); err != nil {
 			return 0, "", err
 		}
-		n.count(MetricStale, 1)
-		n.logger().InfoContext(ctx, "consumer: stale event changes nothing", "eventId", note.EventID, "aggregateVersion", note.AggregateVersion)
+		n.d.Metrics.Count(MetricStale, 1)
+		n.d.Logger.InfoContext(ctx, "consumer: stale event changes nothing", "eventId", note.EventID, "aggregateVersion", note.AggregateVersion)
 		return 0, OutcomeStale, nil
 	default:
 		// TransactionConflict and the like: transient, let the delivery be retried.
@@ -243,7 +276,7 @@ func (n *Notifier) claim(ctx context.Context, note Notification) (leaseUntilMs i
 // change share its version (a release and a void written together), so equal is not stale.
 func (n *Notifier) latestUpdate(note Notification, now time.Time) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
-		TableName:           aws.String(n.Table),
+		TableName:           aws.String(n.d.Table),
 		Key:                 key(Name + "-latest#" + note.ReservationID),
 		UpdateExpression:    aws.String("SET #v = :v, #ttl = :ttl, #at = :at"),
 		ConditionExpression: aws.String("attribute_not_exists(#v) OR #v <= :v"),
@@ -252,7 +285,7 @@ func (n *Notifier) latestUpdate(note Notification, now time.Time) types.Transact
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":v":   num(note.AggregateVersion),
-			":ttl": num(now.Add(n.retention()).Unix()),
+			":ttl": num(now.Add(n.d.Retention).Unix()),
 			":at":  str(now.UTC().Format(time.RFC3339Nano)),
 		},
 	}}
@@ -261,26 +294,26 @@ func (n *Notifier) latestUpdate(note Notification, now time.Time) types.Transact
 // reclaim handles an event whose record exists: SENT or STALE is a duplicate; SENDING with an
 // expired lease is taken over (the earlier attempt crashed before marking it sent).
 func (n *Notifier) reclaim(ctx context.Context, note Notification) (int64, Outcome, error) {
-	out, err := n.DB.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(n.Table), Key: key(dedupeKey(note.EventID)), ConsistentRead: aws.Bool(true),
+	out, err := n.d.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(n.d.Table), Key: key(dedupeKey(note.EventID)), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return 0, "", fmt.Errorf("consumer: read claim %s: %w", note.EventID, err)
 	}
 	state := attrString(out.Item, AttrState)
 	if state != StateSending {
-		n.count(MetricDuplicates, 1)
-		n.logger().InfoContext(ctx, "consumer: duplicate event changes nothing", "eventId", note.EventID, "state", state)
+		n.d.Metrics.Count(MetricDuplicates, 1)
+		n.d.Logger.InfoContext(ctx, "consumer: duplicate event changes nothing", "eventId", note.EventID, "state", state)
 		return 0, OutcomeDuplicate, nil
 	}
 	held, _ := strconv.ParseInt(attrNumber(out.Item, AttrLeaseUntilMs), 10, 64)
-	now := n.now()
+	now := n.d.Now()
 	if now.UnixMilli() < held {
 		return 0, "", ErrInProgress
 	}
-	lease := now.Add(n.lease()).UnixMilli()
-	_, err = n.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(n.Table),
+	lease := now.Add(n.d.Lease).UnixMilli()
+	_, err = n.d.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(n.d.Table),
 		Key:                      key(dedupeKey(note.EventID)),
 		UpdateExpression:         aws.String("SET #l = :new"),
 		ConditionExpression:      aws.String("#s = :sending AND #l = :old"),
@@ -296,20 +329,20 @@ func (n *Notifier) reclaim(ctx context.Context, note Notification) (int64, Outco
 	if err != nil {
 		return 0, "", fmt.Errorf("consumer: take over claim %s: %w", note.EventID, err)
 	}
-	n.logger().WarnContext(ctx, "consumer: resending after an expired lease", "eventId", note.EventID)
+	n.d.Logger.WarnContext(ctx, "consumer: resending after an expired lease", "eventId", note.EventID)
 	return lease, "", nil
 }
 
 func (n *Notifier) markSent(ctx context.Context, eventID string, lease int64) error {
-	_, err := n.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(n.Table),
+	_, err := n.d.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(n.d.Table),
 		Key:                      key(dedupeKey(eventID)),
 		UpdateExpression:         aws.String("SET #s = :sent, #at = :at REMOVE #l"),
 		ConditionExpression:      aws.String("#s = :sending AND #l = :lease"),
 		ExpressionAttributeNames: map[string]string{"#s": AttrState, "#l": AttrLeaseUntilMs, "#at": AttrRecordedAt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":sent": str(StateSent), ":sending": str(StateSending), ":lease": num(lease),
-			":at": str(n.now().UTC().Format(time.RFC3339Nano)),
+			":at": str(n.d.Now().UTC().Format(time.RFC3339Nano)),
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -325,9 +358,9 @@ func (n *Notifier) markSent(ctx context.Context, eventID string, lease int64) er
 
 // recordStale remembers a stale event so its redeliveries are duplicates.
 func (n *Notifier) recordStale(ctx context.Context, note Notification, now time.Time) error {
-	_, err := n.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{
+	_, err := n.d.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{
 		Put: &types.Put{
-			TableName:                aws.String(n.Table),
+			TableName:                aws.String(n.d.Table),
 			Item:                     n.record(note, StateStale, now),
 			ConditionExpression:      aws.String("attribute_not_exists(#k)"),
 			ExpressionAttributeNames: map[string]string{"#k": tables.AttrDedupeKey},
@@ -343,7 +376,7 @@ func (n *Notifier) recordStale(ctx context.Context, note Notification, now time.
 func (n *Notifier) record(note Notification, state string, now time.Time) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		tables.AttrDedupeKey:    str(dedupeKey(note.EventID)),
-		tables.AttrExpiresAtTTL: num(now.Add(n.retention()).Unix()),
+		tables.AttrExpiresAtTTL: num(now.Add(n.d.Retention).Unix()),
 		AttrState:               str(state),
 		AttrReservationID:       str(note.ReservationID),
 		AttrKind:                str(string(note.Kind)),
@@ -356,40 +389,6 @@ func (n *Notifier) record(note Notification, state string, now time.Time) map[st
 func DedupeKey(eventID string) string { return dedupeKey(eventID) }
 
 func dedupeKey(eventID string) string { return Name + "#" + eventID }
-
-func (n *Notifier) now() time.Time {
-	if n.Now != nil {
-		return n.Now()
-	}
-	return time.Now()
-}
-
-func (n *Notifier) retention() time.Duration {
-	if n.Retention > 0 {
-		return n.Retention
-	}
-	return DefaultRetention
-}
-
-func (n *Notifier) lease() time.Duration {
-	if n.Lease > 0 {
-		return n.Lease
-	}
-	return DefaultLease
-}
-
-func (n *Notifier) count(name string, v int64, dims ...metrics.Dim) {
-	if n.Metrics != nil {
-		n.Metrics.Count(name, v, dims...)
-	}
-}
-
-func (n *Notifier) logger() *slog.Logger {
-	if n.Log != nil {
-		return n.Log
-	}
-	return slog.New(slog.DiscardHandler)
-}
 
 func key(k string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{tables.AttrDedupeKey: str(k)}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/consumer"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/outbox"
@@ -24,34 +25,47 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	env     *ddbtest.Env
-	clock   *clock
+	clock   *clock.Fake
 	sender  *consumer.MemorySender
 	metrics *metrics.Memory
+	table   string
 	n       *consumer.Notifier
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	env := ddbtest.New(t, tables.ProcessedEvents())
-	f := &fixture{env: env, clock: &clock{t: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)},
+	f := &fixture{env: env, clock: clock.NewFake(time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)),
 		sender: &consumer.MemorySender{}, metrics: metrics.NewMemory()}
-	f.n = &consumer.Notifier{DB: env.Client, Table: env.Names.Of(tables.ProcessedEventsTable), Sender: f.sender,
-		Now: f.clock.Now, Retention: 48 * time.Hour, Lease: 30 * time.Second, Metrics: f.metrics}
+	f.table = env.Names.Of(tables.ProcessedEventsTable)
+	f.n = f.notifier(t, env.Client)
 	return f
+}
+
+// notifier builds the fixture's consumer over db.
+func (f *fixture) notifier(t *testing.T, db consumer.DynamoDB) *consumer.Notifier {
+	t.Helper()
+	n, err := consumer.New(consumer.Deps{DB: db, Table: f.table, Sender: f.sender,
+		Now: f.clock.Now, Retention: 48 * time.Hour, Lease: 30 * time.Second, Metrics: f.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestNewChecksDeps(t *testing.T) {
+	db := &failMarkDB{}
+	for name, d := range map[string]consumer.Deps{
+		"no DB":     {Table: "t", Sender: &consumer.MemorySender{}},
+		"no table":  {DB: db, Sender: &consumer.MemorySender{}},
+		"no sender": {DB: db, Table: "t"},
+	} {
+		if _, err := consumer.New(d); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
 }
 
 func event(t *testing.T, typ outbox.Type, reservation string, version int64) events.EventBridgeEvent {
@@ -68,7 +82,7 @@ func event(t *testing.T, typ outbox.Type, reservation string, version int64) eve
 func (f *fixture) item(t *testing.T, eventID string) map[string]types.AttributeValue {
 	t.Helper()
 	out, err := f.env.Client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(f.n.Table), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(f.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{tables.AttrDedupeKey: &types.AttributeValueMemberS{Value: consumer.DedupeKey(eventID)}},
 	})
 	if err != nil {
@@ -261,7 +275,7 @@ func (d *failMarkDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 
 func TestCrashAfterSendingResendsOnceAfterTheLease(t *testing.T) {
 	f := setup(t)
-	f.n.DB = &failMarkDB{DynamoDB: f.env.Client}
+	f.n = f.notifier(t, &failMarkDB{DynamoDB: f.env.Client})
 	ctx := context.Background()
 	ev := event(t, outbox.PaymentVoided, "r-7", 4)
 	if _, err := f.n.Process(ctx, ev); err == nil {

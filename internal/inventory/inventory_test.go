@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/outbox"
@@ -25,35 +25,17 @@ func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	env     *ddbtest.Env
 	store   *inventory.Store
-	clock   *clock
+	clock   *clock.Fake
 	metrics *metrics.Memory
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox())
-	c := &clock{now: t0}
+	c := clock.NewFake(t0)
 	m := metrics.NewMemory()
 	st, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: c.Now, Metrics: m})
 	if err != nil {

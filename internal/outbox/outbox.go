@@ -84,7 +84,8 @@ const (
 	AttrPayload          = "payload"
 )
 
-// Envelope is one event as stored, streamed and published (DESIGN.md §3).
+// Envelope is one event as stored, streamed and published (the Outbox table in
+// internal/tables/tables.go).
 type Envelope struct {
 	EventID          string          `json:"eventId"`
 	Type             Type            `json:"type"`

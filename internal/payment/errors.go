@@ -11,11 +11,13 @@ type Op string
 // Operations of the port.
 const (
 	OpAuthorize Op = "authorize"
-	OpConfirm   Op = "confirm"
-	OpRetrieve  Op = "retrieve"
-	OpCapture   Op = "capture"
-	OpCancel    Op = "cancel"
-	OpRefund    Op = "refund"
+	// OpConfirmPaymentMethod confirms the PaymentIntent with a payment method (Stripe's
+	// "confirm"); it is not the saga's Confirm, which sells the seats.
+	OpConfirmPaymentMethod Op = "confirm_payment_method"
+	OpRetrieve             Op = "retrieve"
+	OpCapture              Op = "capture"
+	OpCancel               Op = "cancel"
+	OpRefund               Op = "refund"
 	// OpRetrieveRefund reads a refund back; only it tells whether a refund succeeded.
 	OpRetrieveRefund Op = "retrieve_refund"
 )

@@ -1,8 +1,9 @@
 // Package payment is the port between the reservation saga and a card payment provider. It
-// names what the saga asks for (authorize, confirm, retrieve, capture, void, refund) and the
-// three ways each request can end: it succeeded (and here is the provider's state mapped to
-// ours), it failed definitively (Declined, Failed), or nobody knows (Uncertain). It imports no
-// provider SDK; the Stripe adapter lives in internal/payment/stripeadapter.
+// names what the saga asks for (authorize, confirm a payment method, retrieve, capture, void,
+// refund) and the three ways each request can end: it succeeded (and here is the provider's
+// state mapped to ours), it failed definitively (Declined, Failed), or nobody knows
+// (Uncertain). It imports no provider SDK; the Stripe adapter lives in
+// internal/payment/stripeadapter.
 package payment
 
 import (
@@ -13,8 +14,8 @@ import (
 	"github.com/seatsaga/seatsaga/internal/reservation"
 )
 
-// State is the payment half of a reservation's state (DESIGN.md §2): an alias of
-// reservation.PaymentState, so results flow into the domain model without conversion.
+// State is the payment half of a reservation's state (internal/reservation/states.go): an
+// alias of reservation.PaymentState, so results flow into the domain model without conversion.
 type State = reservation.PaymentState
 
 // Payment states, re-exported for adapters. A provider only ever reports AUTHORIZING,
@@ -68,11 +69,11 @@ func (r AuthorizationRequest) Validate() error {
 	return nil
 }
 
-// ConfirmRequest confirms the reservation's authorization with a payment method. Attempt
-// numbers start at 1 and grow with every new payment method the buyer tries: each attempt
-// has its own idempotency key, so a declined attempt never poisons the next one, while a
-// retried Lambda (same attempt) reuses the key and cannot authorize twice.
-type ConfirmRequest struct {
+// ConfirmPaymentMethodRequest confirms the reservation's authorization with a payment
+// method. Attempt numbers start at 1 and grow with every new payment method the buyer tries:
+// each attempt has its own idempotency key, so a declined attempt never poisons the next one,
+// while a retried Lambda (same attempt) reuses the key and cannot authorize twice.
+type ConfirmPaymentMethodRequest struct {
 	ReservationID   string
 	PaymentIntentID string
 	PaymentMethod   string
@@ -83,7 +84,7 @@ type ConfirmRequest struct {
 }
 
 // Validate reports the first problem with the request as a *ValidationError.
-func (r ConfirmRequest) Validate() error {
+func (r ConfirmPaymentMethodRequest) Validate() error {
 	switch {
 	case r.ReservationID == "":
 		return &ValidationError{Field: "ReservationID", Problem: "is empty"}
@@ -229,10 +230,10 @@ type Provider interface {
 	// CreateOrReuseAuthorization returns the reservation's authorization (one per
 	// reservation, manual capture), creating it if the request names no existing one.
 	CreateOrReuseAuthorization(ctx context.Context, req AuthorizationRequest) (Authorization, error)
-	// Confirm authorizes the amount with a payment method. It returns the authorization in
+	// ConfirmPaymentMethod authorizes the amount with a payment method (Stripe's confirm). It returns the authorization in
 	// state AUTHORIZED, or AUTHORIZING when the buyer still has to act (3-D Secure) or the
 	// provider is still processing; a declined card is a *Declined error.
-	Confirm(ctx context.Context, req ConfirmRequest) (Authorization, error)
+	ConfirmPaymentMethod(ctx context.Context, req ConfirmPaymentMethodRequest) (Authorization, error)
 	// Retrieve reads the provider's current truth; use it before any consequential action
 	// after an Uncertain outcome, and on every webhook.
 	Retrieve(ctx context.Context, paymentIntentID string) (Authorization, error)

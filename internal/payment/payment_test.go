@@ -12,7 +12,7 @@ import (
 
 func TestRequestValidation(t *testing.T) {
 	good := payment.AuthorizationRequest{ReservationID: "r1", Amount: 100, Currency: "eur"}
-	goodConfirm := payment.ConfirmRequest{ReservationID: "r1", PaymentIntentID: "pi_1", PaymentMethod: "pm_card_visa", Attempt: 1}
+	goodConfirm := payment.ConfirmPaymentMethodRequest{ReservationID: "r1", PaymentIntentID: "pi_1", PaymentMethod: "pm_card_visa", Attempt: 1}
 	tests := []struct {
 		name      string
 		err       error
@@ -24,9 +24,9 @@ func TestRequestValidation(t *testing.T) {
 		{"negative amount", payment.AuthorizationRequest{ReservationID: "r", Amount: -5, Currency: "eur"}.Validate(), "Amount"},
 		{"bad currency", payment.AuthorizationRequest{ReservationID: "r", Amount: 1, Currency: "euro"}.Validate(), "Currency"},
 		{"valid confirm", goodConfirm.Validate(), ""},
-		{"confirm without intent", payment.ConfirmRequest{ReservationID: "r", PaymentMethod: "pm", Attempt: 1}.Validate(), "PaymentIntentID"},
-		{"confirm without method", payment.ConfirmRequest{ReservationID: "r", PaymentIntentID: "pi", Attempt: 1}.Validate(), "PaymentMethod"},
-		{"confirm attempt 0", payment.ConfirmRequest{ReservationID: "r", PaymentIntentID: "pi", PaymentMethod: "pm"}.Validate(), "Attempt"},
+		{"confirm without intent", payment.ConfirmPaymentMethodRequest{ReservationID: "r", PaymentMethod: "pm", Attempt: 1}.Validate(), "PaymentIntentID"},
+		{"confirm without method", payment.ConfirmPaymentMethodRequest{ReservationID: "r", PaymentIntentID: "pi", Attempt: 1}.Validate(), "PaymentMethod"},
+		{"confirm attempt 0", payment.ConfirmPaymentMethodRequest{ReservationID: "r", PaymentIntentID: "pi", PaymentMethod: "pm"}.Validate(), "Attempt"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestOutcomesMatchThroughWrapping(t *testing.T) {
 		wantInMessage string
 	}{
 		{"uncertain", &payment.Uncertain{Op: payment.OpCapture, PaymentIntentID: "pi_1", Reason: "connection", Err: cause}, true, false, "capture outcome unknown (connection) for pi_1"},
-		{"declined", &payment.Declined{Op: payment.OpConfirm, Code: "card_declined", DeclineCode: "insufficient_funds"}, false, true, "declined: card_declined (insufficient_funds)"},
+		{"declined", &payment.Declined{Op: payment.OpConfirmPaymentMethod, Code: "card_declined", DeclineCode: "insufficient_funds"}, false, true, "declined: card_declined (insufficient_funds)"},
 		{"failed", &payment.Failed{Op: payment.OpCancel, Category: payment.FailureObjectState, Type: "invalid_request_error", Code: "payment_intent_unexpected_state", HTTPStatus: 400},
 			false, false, "cancel failed (object_state): invalid_request_error/payment_intent_unexpected_state (HTTP 400)"},
 	}

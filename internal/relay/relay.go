@@ -34,7 +34,7 @@ const (
 	MaxBytesPerCall   = 256 * 1024
 )
 
-// Defaults for Relay fields left zero.
+// Defaults for Deps fields left zero.
 const (
 	DefaultMaxAttempts = 4
 	DefaultBaseDelay   = 50 * time.Millisecond
@@ -53,8 +53,8 @@ type EventBridgeAPI interface {
 	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
 }
 
-// Relay turns outbox stream records into EventBridge events.
-type Relay struct {
+// Deps is what the relay needs. Bus is required; the rest have defaults.
+type Deps struct {
 	Bus EventBridgeAPI
 	// EventBusName is the bus to publish on ("" means the account's default bus).
 	EventBusName string
@@ -66,8 +66,42 @@ type Relay struct {
 	// when zero). Sleep waits it out; tests replace it.
 	BaseDelay time.Duration
 	Sleep     func(ctx context.Context, d time.Duration) error
+	Logger    *slog.Logger
 	Metrics   metrics.Recorder
-	Log       *slog.Logger
+}
+
+// Relay turns outbox stream records into EventBridge events.
+type Relay struct {
+	d Deps
+}
+
+// ErrNoBus is returned by New when the relay has no EventBridge client.
+var ErrNoBus = errors.New("relay: no EventBridge client")
+
+// New checks deps and returns the relay.
+func New(d Deps) (*Relay, error) {
+	if d.Bus == nil {
+		return nil, ErrNoBus
+	}
+	if d.Source == "" {
+		d.Source = outbox.Source
+	}
+	if d.MaxAttempts <= 0 {
+		d.MaxAttempts = DefaultMaxAttempts
+	}
+	if d.BaseDelay <= 0 {
+		d.BaseDelay = DefaultBaseDelay
+	}
+	if d.Sleep == nil {
+		d.Sleep = sleep
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.Discard{}
+	}
+	return &Relay{d: d}, nil
 }
 
 // Record is one stream record in transport-neutral form.
@@ -105,7 +139,7 @@ type pending struct {
 // be published (after bounded retries), or -1 when all were published or skipped. Records
 // after a failed one are not attempted: the stream will deliver them again.
 func (r *Relay) Publish(ctx context.Context, records []Record) int {
-	log := r.logger()
+	log := r.d.Logger
 	var batch []pending
 	batchBytes := 0
 	flush := func() int {
@@ -120,13 +154,13 @@ func (r *Relay) Publish(ctx context.Context, records []Record) int {
 		if rec.EventName != "INSERT" {
 			// Outbox items are written once; MODIFY would be a repair and REMOVE is TTL
 			// cleanup. Neither announces a new event.
-			r.count(MetricSkipped, 1, metrics.Dim{Name: "reason", Value: rec.EventName})
+			r.d.Metrics.Count(MetricSkipped, 1, metrics.Dim{Name: "reason", Value: rec.EventName})
 			continue
 		}
 		env, err := outbox.FromStreamImage(rec.NewImage)
 		if err != nil {
 			log.Error("relay: undecodable outbox record", "sequenceNumber", rec.SequenceNumber, "err", err)
-			r.count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "undecodable"})
+			r.d.Metrics.Count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "undecodable"})
 			if f := flush(); f >= 0 {
 				return f
 			}
@@ -135,7 +169,7 @@ func (r *Relay) Publish(ctx context.Context, records []Record) int {
 		entry, size, err := r.entry(env)
 		if err != nil {
 			log.Error("relay: event cannot be published", "sequenceNumber", rec.SequenceNumber, "eventId", env.EventID, "err", err)
-			r.count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "oversized"})
+			r.d.Metrics.Count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "oversized"})
 			if f := flush(); f >= 0 {
 				return f
 			}
@@ -163,18 +197,14 @@ func (r *Relay) entry(env outbox.Envelope) (ebtypes.PutEventsRequestEntry, int, 
 	if err != nil {
 		return ebtypes.PutEventsRequestEntry{}, 0, fmt.Errorf("relay: marshal %s: %w", env.EventID, err)
 	}
-	source := r.Source
-	if source == "" {
-		source = outbox.Source
-	}
 	e := ebtypes.PutEventsRequestEntry{
-		Source:     aws.String(source),
+		Source:     aws.String(r.d.Source),
 		DetailType: aws.String(string(env.Type)),
 		Detail:     aws.String(string(detail)),
 		Time:       aws.Time(env.CreatedAt),
 	}
-	if r.EventBusName != "" {
-		e.EventBusName = aws.String(r.EventBusName)
+	if r.d.EventBusName != "" {
+		e.EventBusName = aws.String(r.d.EventBusName)
 	}
 	size := EntrySize(e)
 	if size > MaxBytesPerCall {
@@ -200,22 +230,14 @@ func EntrySize(e ebtypes.PutEventsRequestEntry) int {
 // putWithRetry publishes a batch, retrying only the entries that failed, and returns the input
 // index of the first record still unpublished, or -1.
 func (r *Relay) putWithRetry(ctx context.Context, batch []pending) int {
-	log := r.logger()
-	maxAttempts := r.MaxAttempts
-	if maxAttempts <= 0 {
-		maxAttempts = DefaultMaxAttempts
-	}
-	delay := r.BaseDelay
-	if delay <= 0 {
-		delay = DefaultBaseDelay
-	}
+	log, maxAttempts, delay := r.d.Logger, r.d.MaxAttempts, r.d.BaseDelay
 	left := batch
 	for attempt := 1; ; attempt++ {
 		entries := make([]ebtypes.PutEventsRequestEntry, len(left))
 		for i, p := range left {
 			entries[i] = p.entry
 		}
-		out, err := r.Bus.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
+		out, err := r.d.Bus.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
 		var failed []pending
 		switch {
 		case err != nil:
@@ -240,15 +262,15 @@ func (r *Relay) putWithRetry(ctx context.Context, batch []pending) int {
 		if len(failed) == 0 {
 			return -1
 		}
-		r.count(MetricEntryFailures, int64(len(failed)))
+		r.d.Metrics.Count(MetricEntryFailures, int64(len(failed)))
 		if attempt >= maxAttempts || ctx.Err() != nil {
 			first := failed[0]
-			r.count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "putEvents"})
+			r.d.Metrics.Count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "putEvents"})
 			log.Error("relay: giving up on record; the stream will redeliver from it", "eventId", first.env.EventID,
 				"attempts", attempt, "unpublished", len(failed))
 			return first.index
 		}
-		if err := r.sleep(ctx, delay<<(attempt-1)); err != nil {
+		if err := r.d.Sleep(ctx, delay<<(attempt-1)); err != nil {
 			return failed[0].index
 		}
 		left = failed
@@ -256,15 +278,13 @@ func (r *Relay) putWithRetry(ctx context.Context, batch []pending) int {
 }
 
 func (r *Relay) published(ctx context.Context, p pending, busEventID string) {
-	r.count(MetricPublished, 1, metrics.Dim{Name: "type", Value: string(p.env.Type)})
+	r.d.Metrics.Count(MetricPublished, 1, metrics.Dim{Name: "type", Value: string(p.env.Type)})
 	ctx = obs.WithCorrelation(obs.WithReservation(ctx, p.env.ReservationID), p.env.CorrelationID)
-	r.logger().DebugContext(ctx, "relay: published", "eventId", p.env.EventID, "type", p.env.Type, "busEventId", busEventID)
+	r.d.Logger.DebugContext(ctx, "relay: published", "eventId", p.env.EventID, "type", p.env.Type, "busEventId", busEventID)
 }
 
-func (r *Relay) sleep(ctx context.Context, d time.Duration) error {
-	if r.Sleep != nil {
-		return r.Sleep(ctx, d)
-	}
+// sleep waits d out, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -273,28 +293,4 @@ func (r *Relay) sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func (r *Relay) count(name string, v int64, dims ...metrics.Dim) {
-	if r.Metrics != nil {
-		r.Metrics.Count(name, v, dims...)
-	}
-}
-
-func (r *Relay) logger() *slog.Logger {
-	if r.Log != nil {
-		return r.Log
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-// ErrNoBus is returned by Validate when the relay has no EventBridge client.
-var ErrNoBus = errors.New("relay: no EventBridge client")
-
-// Validate checks the relay's wiring once, at cold start.
-func (r *Relay) Validate() error {
-	if r.Bus == nil {
-		return ErrNoBus
-	}
-	return nil
 }

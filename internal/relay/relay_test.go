@@ -70,6 +70,22 @@ func streamEvent(t testing.TB, n, payloadBytes int) (events.DynamoDBEvent, []out
 
 func noSleep(context.Context, time.Duration) error { return nil }
 
+// newRelay builds a relay over d, or fails the test.
+func newRelay(t testing.TB, d relay.Deps) *relay.Relay {
+	t.Helper()
+	r, err := relay.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestNewRequiresABus(t *testing.T) {
+	if _, err := relay.New(relay.Deps{}); !errors.Is(err, relay.ErrNoBus) {
+		t.Fatalf("err = %v, want ErrNoBus", err)
+	}
+}
+
 func publishedIDs(t testing.TB, entries []ebtypes.PutEventsRequestEntry) []string {
 	t.Helper()
 	ids := make([]string, len(entries))
@@ -193,7 +209,7 @@ func TestHandle(t *testing.T) {
 				tc.setup(mem, bus)
 			}
 			rec := metrics.NewMemory()
-			r := &relay.Relay{Bus: bus, MaxAttempts: tc.maxAttempts, Sleep: noSleep, Metrics: rec}
+			r := newRelay(t, relay.Deps{Bus: bus, MaxAttempts: tc.maxAttempts, Sleep: noSleep, Metrics: rec})
 			ev, envs := streamEvent(t, tc.records, tc.payloadBytes)
 			resp, err := r.Handle(context.Background(), ev)
 			if err != nil {
@@ -228,7 +244,7 @@ func TestHandle(t *testing.T) {
 
 func TestEntryShape(t *testing.T) {
 	mem := relay.NewMemoryBus()
-	r := &relay.Relay{Bus: mem, EventBusName: "seatsaga-bus"}
+	r := newRelay(t, relay.Deps{Bus: mem, EventBusName: "seatsaga-bus"})
 	ev, envs := streamEvent(t, 1, 0)
 	if _, err := r.Handle(context.Background(), ev); err != nil {
 		t.Fatal(err)
@@ -249,7 +265,7 @@ func TestEntryShape(t *testing.T) {
 
 func TestRedeliveryProducesTheSameEntries(t *testing.T) {
 	mem := relay.NewMemoryBus()
-	r := &relay.Relay{Bus: mem}
+	r := newRelay(t, relay.Deps{Bus: mem})
 	ev, _ := streamEvent(t, 4, 0)
 	for i := 0; i < 2; i++ {
 		if _, err := r.Handle(context.Background(), ev); err != nil {
@@ -268,7 +284,7 @@ func TestRedeliveryProducesTheSameEntries(t *testing.T) {
 func TestSkipsAndUndecodable(t *testing.T) {
 	mem := relay.NewMemoryBus()
 	rec := metrics.NewMemory()
-	r := &relay.Relay{Bus: mem, Metrics: rec}
+	r := newRelay(t, relay.Deps{Bus: mem, Metrics: rec})
 	ev, envs := streamEvent(t, 4, 0)
 	ev.Records[1].EventName = "REMOVE"
 	ev.Records[1].Change.NewImage = nil
@@ -291,7 +307,7 @@ func TestSkipsAndUndecodable(t *testing.T) {
 
 func TestOversizedEventIsReported(t *testing.T) {
 	mem := relay.NewMemoryBus()
-	r := &relay.Relay{Bus: mem}
+	r := newRelay(t, relay.Deps{Bus: mem})
 	ev, envs := streamEvent(t, 3, 0)
 	big := envelope(t, 1, relay.MaxBytesPerCall)
 	ev.Records[1] = streamRecord(big, 101)
@@ -305,7 +321,7 @@ func TestOversizedEventIsReported(t *testing.T) {
 }
 
 func TestEmptyFailuresMarshalAsAnEmptyList(t *testing.T) {
-	r := &relay.Relay{Bus: relay.NewMemoryBus()}
+	r := newRelay(t, relay.Deps{Bus: relay.NewMemoryBus()})
 	resp, _ := r.Handle(context.Background(), events.DynamoDBEvent{})
 	b, _ := json.Marshal(resp)
 	if string(b) != `{"batchItemFailures":[]}` {
@@ -320,7 +336,7 @@ func TestMemoryBusDeliversToSubscribers(t *testing.T) {
 		got = append(got, ev)
 		return errors.New("consumer down")
 	})
-	r := &relay.Relay{Bus: mem}
+	r := newRelay(t, relay.Deps{Bus: mem})
 	ev, envs := streamEvent(t, 2, 0)
 	if _, err := r.Handle(context.Background(), ev); err != nil {
 		t.Fatal(err)
@@ -339,7 +355,7 @@ func TestMemoryBusDeliversToSubscribers(t *testing.T) {
 
 func BenchmarkHandle100(b *testing.B) {
 	ev, _ := streamEvent(b, 100, 0)
-	r := &relay.Relay{Bus: discardBus{}}
+	r := newRelay(b, relay.Deps{Bus: discardBus{}})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if resp, _ := r.Handle(context.Background(), ev); len(resp.BatchItemFailures) > 0 {
@@ -371,7 +387,7 @@ func TestLambdaEventFixture(t *testing.T) {
 	}
 	mem := relay.NewMemoryBus()
 	rec := metrics.NewMemory()
-	resp, err := (&relay.Relay{Bus: mem, EventBusName: "seatsaga-prod", Metrics: rec}).Handle(context.Background(), ev)
+	resp, err := newRelay(t, relay.Deps{Bus: mem, EventBusName: "seatsaga-prod", Metrics: rec}).Handle(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("resp %+v err %v", resp, err)
 	}

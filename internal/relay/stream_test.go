@@ -60,7 +60,7 @@ func TestStreamReaderAgainstDynamoDBLocal(t *testing.T) {
 	reader := &relay.StreamReader{
 		Streams:   relay.NewLocalStreamsClient(env.Endpoint),
 		StreamARN: arn,
-		Relay:     &relay.Relay{Bus: bus, MaxAttempts: 2, Sleep: noSleep},
+		Relay:     newRelay(t, relay.Deps{Bus: bus, MaxAttempts: 2, Sleep: noSleep}),
 		BatchSize: 7,
 	}
 
@@ -109,7 +109,7 @@ func TestStreamReaderAgainstDynamoDBLocal(t *testing.T) {
 	// after it that were accepted alongside are published again, identically (at least once).
 	third := []outbox.Envelope{envelope(t, 30, 0), envelope(t, 31, 0)}
 	putOutbox(t, env, third...)
-	reader.Relay.MaxAttempts = 1
+	reader.Relay = newRelay(t, relay.Deps{Bus: bus, MaxAttempts: 1, Sleep: noSleep})
 	bus.RefuseEntries(1, "InternalFailure") // entry 30; 31 is accepted in the same call
 	for len(bus.Entries()) < 18 {
 		if _, err := reader.Poll(ctx); err != nil && !errors.Is(err, relay.ErrRedeliver) {
@@ -142,7 +142,7 @@ func TestStreamReaderStartAtLatest(t *testing.T) {
 	bus := relay.NewMemoryBus()
 	reader := &relay.StreamReader{
 		Streams: relay.NewLocalStreamsClient(env.Endpoint), StreamARN: arn,
-		Relay: &relay.Relay{Bus: bus}, StartAt: streamtypes.ShardIteratorTypeLatest,
+		Relay: newRelay(t, relay.Deps{Bus: bus}), StartAt: streamtypes.ShardIteratorTypeLatest,
 	}
 	if _, err := reader.Poll(ctx); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestRunStopsWithTheContext(t *testing.T) {
 	}
 	bus := relay.NewMemoryBus()
 	reader := &relay.StreamReader{Streams: relay.NewLocalStreamsClient(env.Endpoint), StreamARN: arn,
-		Relay: &relay.Relay{Bus: bus}, PollInterval: 20 * time.Millisecond}
+		Relay: newRelay(t, relay.Deps{Bus: bus}), PollInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- reader.Run(ctx) }()

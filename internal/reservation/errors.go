@@ -12,6 +12,10 @@ import (
 //
 //	var su *reservation.SeatUnavailable
 //	if errors.As(err, &su) { ... su.SeatIDs ... }
+//
+// SeatUnavailable and HoldExpired are also the saga's routed errors of those names
+// (internal/saga returns them as they are, and Step Functions matches them by Go type name),
+// so renaming either renames an error statemachine/reservation.asl.json routes on.
 
 // SeatUnavailable says that some requested seats are held, pending payment or sold. It is
 // definitive: retrying the same claim cannot succeed.
@@ -24,16 +28,30 @@ func (e *SeatUnavailable) Error() string {
 	return fmt.Sprintf("seats unavailable for event %s: %s", e.EventID, strings.Join(e.SeatIDs, ", "))
 }
 
-// HoldExpired says that a transition needing a live hold came at or after its deadline.
+// HoldExpired says that a transition or step needing a live hold came at or after its
+// deadline (HoldExpiresAt).
+//
+// "Expired" is the one word for a hold whose deadline passed: HoldExpired (this error, and the
+// ASL error name), Expire (the inventory event that gives its seats back), OutcomeExpired (the
+// outcome recorded then), SettledExpired (and the saga's reconcile outcome "expired") for a
+// reservation that ended that way, and "hold_expired" (outbox.ReasonHoldExpired, the saga's
+// StepOutcome) as a reason. Flags that say a release is such a one are named Expired.
 type HoldExpired struct {
 	ReservationID string
 	ExpiredAt     time.Time
 	Now           time.Time
+	// Reason, when set, says how the caller found the hold expired (e.g. its seats were
+	// already given back).
+	Reason string
 }
 
 func (e *HoldExpired) Error() string {
-	return fmt.Sprintf("hold of reservation %s expired at %s (now %s)", e.ReservationID,
+	msg := fmt.Sprintf("hold of reservation %s expired at %s (now %s)", e.ReservationID,
 		e.ExpiredAt.UTC().Format(time.RFC3339Nano), e.Now.UTC().Format(time.RFC3339Nano))
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
 }
 
 // HoldStillLive says that an expiry came before the hold's deadline.

@@ -3,8 +3,7 @@ package saga
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"flag"
 	"reflect"
 	"runtime"
 	"slices"
@@ -17,28 +16,24 @@ import (
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
 	"github.com/seatsaga/seatsaga/internal/twin/asl"
+	"github.com/seatsaga/seatsaga/statemachine"
 )
 
-// These tests run statemachine/reservation.asl.json on the local engine (internal/twin/asl) with
-// the real step handlers over the in-memory fakes and a fake clock: every path the ASL can
-// take, its state names and its transition count.
-
-const definitionPath = "../../statemachine/reservation.asl.json"
+// These tests run the saga's definition (package statemachine) on the local engine
+// (internal/twin/asl) with the real step handlers over the in-memory fakes and a fake clock:
+// every path the ASL can take, its state names and its transition count.
 
 func loadMachine(t testing.TB) *asl.StateMachine {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
+	arns := map[string]string{}
+	for _, s := range statemachine.Steps {
+		arns[s.Name] = "arn:aws:lambda:us-east-1:000000000000:function:" + s.Name
+	}
+	def, err := statemachine.Substitute(arns)
 	if err != nil {
 		t.Fatal(err)
-	}
-	values := map[string]string{}
-	for _, fn := range []string{"Claim", "Authorize", "Confirm", "Capture", "Compensate", "Reconcile"} {
-		values[fn+"FunctionArn"] = "arn:aws:lambda:us-east-1:000000000000:function:" + strings.ToLower(fn)
-	}
-	def, missing := asl.Substitute(raw, values)
-	if len(missing) > 0 {
-		t.Fatalf("unsubstituted: %v", missing)
 	}
 	sm, err := asl.Parse(def)
 	if err != nil {
@@ -113,7 +108,30 @@ func newASLRun(t testing.TB, policy reservation.LateSuccessPolicy) *aslRun {
 		})
 	}
 	r.engine = asl.NewEngine(asl.Options{Clock: clk, Invoker: r.funcs, Jitter: func() float64 { return 0.5 }})
+	t.Cleanup(r.recordEntered)
 	return r
+}
+
+// entered counts, by name, every state entered by any execution an aslRun started in this
+// package, for TestASLEntersEveryState.
+var entered = struct {
+	sync.Mutex
+	states map[string]int
+}{states: map[string]int{}}
+
+// recordEntered adds the states this run's executions entered to entered.
+func (r *aslRun) recordEntered() {
+	r.mu.Lock()
+	execs := slices.Clone(r.execs)
+	r.mu.Unlock()
+	for _, x := range execs {
+		names := path(x)
+		entered.Lock()
+		for _, name := range names {
+			entered.states[name]++
+		}
+		entered.Unlock()
+	}
 }
 
 func (r *aslRun) start(in Input) *asl.Execution {
@@ -513,10 +531,7 @@ func TestASLResumedWaitEndsWithTheHold(t *testing.T) {
 // reconciliation; no Retry ever lists a definitive business outcome; every error the steps
 // route on is caught.
 func TestDefinitionPolicy(t *testing.T) {
-	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := statemachine.Definition()
 	var def struct {
 		States map[string]struct {
 			Type               string
@@ -610,10 +625,7 @@ func TestDefinitionPolicy(t *testing.T) {
 // payment wait through a Pass state that makes reconcile's hold (the time left now) the wait's
 // $.hold, so the resumed wait is bounded by what is left of the hold.
 func TestDefinitionResumesTheWaitWithTheTimeLeft(t *testing.T) {
-	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := statemachine.Definition()
 	var def struct {
 		States map[string]struct {
 			Type, InputPath, ResultPath, Next string
@@ -665,4 +677,96 @@ func BenchmarkHappyPath(b *testing.B) {
 		transitions += x.StateTransitions()
 	}
 	b.ReportMetric(float64(transitions)/float64(b.N), "transitions/booking")
+}
+
+// TestASLEntersEveryState requires the package's ASL runs, together, to enter every state of
+// the definition: a state no test enters is a path nobody has seen work. It is parallel so that
+// it runs after every sequential test of the package has finished (no ASL test is parallel);
+// a filtered run cannot cover everything, so it skips.
+func TestASLEntersEveryState(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"test.run", "test.skip"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			t.Skipf("-%s is set: state coverage needs every ASL test of the package", name)
+		}
+	}
+	entered.Lock()
+	defer entered.Unlock()
+	var missing []string
+	for _, name := range statemachine.StateNames() {
+		if entered.states[name] == 0 {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("states of the definition no ASL test entered: %q", missing)
+	}
+}
+
+// TestASLClaimAndHoldFailurePaths: the ends a buyer rarely reaches — a hold that lapsed before
+// the payment started, an invalid request, a claim the store never completes.
+func TestASLClaimAndHoldFailurePaths(t *testing.T) {
+	t.Run("hold lapses before the payment starts: released, no payment object", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		r.after["claim"] = func(int) {
+			// A slow hand-over from the claim to the wait: the whole hold passes in between.
+			r.clk.Advance(r.steps.Hold + time.Second)
+		}
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		snap := r.finish(x)
+		if snap.Status != asl.StatusFailed || snap.Error != "HoldExpired" {
+			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
+		}
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Release expired hold", "Hold expired")
+		if got := r.store.get("r1").Inventory; got != reservation.Released {
+			t.Fatalf("inventory %s, want %s", got, reservation.Released)
+		}
+		r.expectSeatOwner("A1", "")
+		if r.pay.creates != 0 {
+			t.Fatalf("%d payment objects created for a lapsed hold", r.pay.creates)
+		}
+	})
+	t.Run("invalid request: rejected once, nothing written", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		x := r.start(input("r1", "pm_card_visa")) // no seats
+		snap := r.finish(x)
+		if snap.Status != asl.StatusFailed || snap.Error != "InvalidRequest" {
+			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
+		}
+		r.expectPath(x, "Claim seats", "Rejected: invalid request")
+		if got := r.store.get("r1"); got.ID != "" {
+			t.Fatalf("reservation written: %+v", got)
+		}
+		if r.started["claim"] != 1 || r.pay.creates != 0 {
+			t.Fatalf("claim ran %d times (want once: never retried), %d payment objects", r.started["claim"], r.pay.creates)
+		}
+	})
+	t.Run("the store keeps failing: claim failed after its retries, nothing held", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		// MemStore's Fail answers one call; re-armed after each attempt, every attempt fails.
+		fail := func() {
+			r.store.mu.Lock()
+			r.store.fail[sagatest.OpClaim] = errBoom
+			r.store.mu.Unlock()
+		}
+		fail()
+		r.after["claim"] = func(int) { fail() }
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		snap := r.finish(x)
+		if snap.Status != asl.StatusFailed || snap.Error != "ClaimFailed" {
+			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
+		}
+		r.expectPath(x, "Claim seats", "Claim failed")
+		// The first attempt and the three retries of a transient failure.
+		if r.started["claim"] != 4 {
+			t.Fatalf("claim ran %d times, want 4", r.started["claim"])
+		}
+		if got := r.store.get("r1"); got.ID != "" {
+			t.Fatalf("reservation written: %+v", got)
+		}
+		r.expectSeatOwner("A1", "")
+		if r.pay.creates != 0 {
+			t.Fatalf("%d payment objects created", r.pay.creates)
+		}
+	})
 }

@@ -2,7 +2,6 @@ package saga
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/seatsaga/seatsaga/internal/payment"
@@ -26,14 +25,14 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 	id := in.ReservationID
 	if ev.TaskToken == "" {
 		err := &InvalidRequest{Field: "taskToken", Problem: "is empty"}
-		s.outcome(ctx, "authorize", in, "invalid", err)
+		s.fail(ctx, "authorize", in, err)
 		return AuthorizeResult{}, err
 	}
 	var auth payment.Authorization
 	for round := 0; round < maxRounds; round++ {
 		r, err := s.get(ctx, id)
 		if err != nil {
-			s.outcome(ctx, "authorize", in, "error", err)
+			s.fail(ctx, "authorize", in, err)
 			return AuthorizeResult{}, err
 		}
 		now := s.now()
@@ -41,14 +40,14 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 			// The customer's cancel is recorded: no payment starts or goes on; compensation
 			// voids what exists and releases the seats.
 			err := &CustomerCanceled{ReservationID: id}
-			s.outcome(ctx, "authorize", in, "customer_canceled", err)
+			s.fail(ctx, "authorize", in, err)
 			return AuthorizeResult{}, err
 		}
 		switch {
 		case r.Inventory == reservation.Held && r.Payment == reservation.NotStarted:
 			if !r.HoldLive(now) {
-				err := &HoldExpired{ReservationID: id, Detail: "the hold lapsed before payment started"}
-				s.outcome(ctx, "authorize", in, "hold_expired", err)
+				err := &reservation.HoldExpired{ReservationID: id, ExpiredAt: r.HoldExpiresAt, Now: now, Reason: "before payment started"}
+				s.fail(ctx, "authorize", in, err)
 				return AuthorizeResult{}, err
 			}
 			_, err = s.Store.StartPayment(ctx, id, reservation.GuardOf(r))
@@ -56,7 +55,7 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 		case r.Inventory == reservation.PaymentPending && r.Payment == reservation.NotStarted:
 			auth, err = s.createAuthorization(ctx, in, r)
 			if err != nil {
-				s.outcome(ctx, "authorize", in, outcomeName(err), err)
+				s.fail(ctx, "authorize", in, err)
 				return AuthorizeResult{}, err
 			}
 			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
@@ -76,12 +75,12 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 			if auth.PaymentIntentID == "" {
 				auth, err = s.createAuthorization(ctx, in, r)
 				if err != nil {
-					s.outcome(ctx, "authorize", in, outcomeName(err), err)
+					s.fail(ctx, "authorize", in, err)
 					return AuthorizeResult{}, err
 				}
 			}
 			if err := s.confirmPaymentMethod(ctx, in, &auth); err != nil {
-				s.outcome(ctx, "authorize", in, outcomeName(err), err)
+				s.fail(ctx, "authorize", in, err)
 				return AuthorizeResult{}, err
 			}
 			s.outcome(ctx, "authorize", in, "waiting", nil, "paymentIntentId", auth.PaymentIntentID, "providerStatus", auth.ProviderStatus)
@@ -95,7 +94,7 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 			// token is not recorded: it dies with this answer, so nobody may report to it.
 			if r.TaskToken != ev.TaskToken {
 				err := &PaymentAlreadyAuthorized{ReservationID: id, PaymentIntentID: r.PaymentIntentID, Version: r.Version}
-				s.outcome(ctx, "authorize", in, outcomeName(err), err, "paymentIntentId", r.PaymentIntentID)
+				s.fail(ctx, "authorize", in, err, "paymentIntentId", r.PaymentIntentID)
 				return AuthorizeResult{}, err
 			}
 			s.outcome(ctx, "authorize", in, "already_authorized", nil)
@@ -103,17 +102,18 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 
 		case r.Payment == reservation.Failed:
 			err := &PaymentDeclined{ReservationID: id, Code: "failed", Detail: "the payment already failed"}
-			s.outcome(ctx, "authorize", in, "declined", err)
+			s.fail(ctx, "authorize", in, err)
 			return AuthorizeResult{}, err
 
 		case r.Inventory == reservation.Released:
-			err := &HoldExpired{ReservationID: id, Detail: "the seats were released before payment started"}
-			s.outcome(ctx, "authorize", in, "hold_expired", err)
+			err := &reservation.HoldExpired{ReservationID: id, ExpiredAt: r.HoldExpiresAt, Now: now,
+				Reason: "the seats were released before payment started"}
+			s.fail(ctx, "authorize", in, err)
 			return AuthorizeResult{}, err
 
 		default:
 			err := &ConflictError{ReservationID: id, Detail: string(r.Inventory) + "/" + string(r.Payment) + " cannot start a payment"}
-			s.outcome(ctx, "authorize", in, "error", err)
+			s.fail(ctx, "authorize", in, err)
 			return AuthorizeResult{}, err
 		}
 		if err != nil {
@@ -121,12 +121,12 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 			if retryable(routed) {
 				continue
 			}
-			s.outcome(ctx, "authorize", in, outcomeName(routed), routed)
+			s.fail(ctx, "authorize", in, routed)
 			return AuthorizeResult{}, routed
 		}
 	}
 	err := &TransactionConflict{Detail: "reservation " + id + " kept changing under the authorize step"}
-	s.outcome(ctx, "authorize", in, "error", err)
+	s.fail(ctx, "authorize", in, err)
 	return AuthorizeResult{}, err
 }
 
@@ -159,7 +159,7 @@ func (s *Steps) confirmPaymentMethod(ctx context.Context, in Input, auth *paymen
 	if auth.LastDecline != nil {
 		return &PaymentDeclined{ReservationID: in.ReservationID, Code: auth.LastDecline.Code, Detail: auth.LastDecline.Error()}
 	}
-	next, err := s.Payments.Confirm(ctx, payment.ConfirmRequest{
+	next, err := s.Payments.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{
 		ReservationID:   in.ReservationID,
 		PaymentIntentID: auth.PaymentIntentID,
 		PaymentMethod:   in.PaymentMethod,
@@ -170,56 +170,4 @@ func (s *Steps) confirmPaymentMethod(ctx context.Context, in Input, auth *paymen
 	}
 	*auth = next
 	return nil
-}
-
-// paymentError maps a provider outcome to a routed error.
-func paymentError(id string, err error) error {
-	var (
-		declined  *payment.Declined
-		failed    *payment.Failed
-		uncertain *payment.Uncertain
-	)
-	switch {
-	case errors.As(err, &declined):
-		return &PaymentDeclined{ReservationID: id, Code: declined.Code, Detail: declined.Error()}
-	case errors.As(err, &failed):
-		// The provider refused our request, not the buyer's card (a wrong or rotated key, a
-		// permission, a request or object-state problem): telling the buyer "declined" would
-		// decline every buyer of the sale. The hold stays protected and reconciliation asks
-		// the provider again.
-		return &ProviderRefused{ReservationID: id, Category: string(failed.Category), Detail: failed.Error()}
-	case errors.As(err, &uncertain):
-		return &PaymentUncertain{ReservationID: id, Detail: uncertain.Error()}
-	}
-	return &PaymentUncertain{ReservationID: id, Detail: err.Error()}
-}
-
-// outcomeName names a routed error for the StepOutcome metric.
-func outcomeName(err error) string {
-	var (
-		seat      *SeatUnavailable
-		expired   *HoldExpired
-		declined  *PaymentDeclined
-		uncertain *PaymentUncertain
-		already   *PaymentAlreadyAuthorized
-		capture   *CaptureFailed
-		invalid   *InvalidRequest
-	)
-	switch {
-	case errors.As(err, &seat):
-		return "seat_unavailable"
-	case errors.As(err, &expired):
-		return "hold_expired"
-	case errors.As(err, &declined):
-		return "declined"
-	case errors.As(err, &uncertain):
-		return "uncertain"
-	case errors.As(err, &already):
-		return "already_authorized"
-	case errors.As(err, &capture):
-		return "capture_failed"
-	case errors.As(err, &invalid):
-		return "invalid"
-	}
-	return "error"
 }

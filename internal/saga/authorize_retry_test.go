@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/twin/asl"
+	"github.com/seatsaga/seatsaga/statemachine"
 )
 
 // A retried attempt of the authorize state that finds the payment already authorized (the
@@ -73,7 +72,7 @@ func TestPaymentAlreadyAuthorizedIsRouted(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, reservation.LateSuccessReacquire)
 	in := authorized(t, h, "pm_card_visa")
-	_, err := h.steps.AuthorizeHandler(ctx, AuthorizeEvent{Input: State{Input: in}, TaskToken: "tok2"})
+	_, err := handler(h.steps.Authorize)(ctx, AuthorizeEvent{Input: State{Input: in}, TaskToken: "tok2"})
 	if name := asl.ErrorTypeName(err); name != ErrPaymentAlreadyAuthorized {
 		t.Fatalf("the Lambda runtime would name %v %q", err, name)
 	}
@@ -89,7 +88,7 @@ func TestPaymentAlreadyAuthorizedIsRouted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for run := 1; run <= 2; run++ {
-		if _, err := h.steps.ConfirmHandler(ctx, st); err != nil {
+		if _, err := handler(h.steps.Confirm)(ctx, st); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
 		h.expectState("r1", reservation.Confirmed, reservation.Authorized)
@@ -159,10 +158,7 @@ func TestASLResumedAuthorizeAfterTheWebhookAnswered(t *testing.T) {
 // TestDefinitionRoutesAlreadyAuthorized: the wait state catches PaymentAlreadyAuthorized into
 // "Confirm seats" ahead of any broader catcher, and no state retries it.
 func TestDefinitionRoutesAlreadyAuthorized(t *testing.T) {
-	raw, err := os.ReadFile(filepath.FromSlash(definitionPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := statemachine.Definition()
 	var def struct {
 		States map[string]struct {
 			Retry []struct{ ErrorEquals []string }

@@ -22,7 +22,7 @@ func (s *Steps) Capture(ctx context.Context, st State) (CaptureResult, error) {
 	id := in.ReservationID
 	out, err := s.settle(ctx, in, "capture", settleOptions{reason: "capture"})
 	if err != nil {
-		s.outcome(ctx, "capture", in, outcomeName(err), err)
+		s.fail(ctx, "capture", in, err)
 		return CaptureResult{}, err
 	}
 	d := out.Last
@@ -32,14 +32,14 @@ func (s *Steps) Capture(ctx context.Context, st State) (CaptureResult, error) {
 		return CaptureResult{PaymentIntentID: out.R.PaymentIntentID, AmountCaptured: out.R.Amount, Version: out.R.Version}, nil
 	case d.Action == reservation.ActDone:
 		err := &CaptureFailed{ReservationID: id, Detail: "the provider refused the capture (" + out.ProviderStatus + "); seats released"}
-		s.outcome(ctx, "capture", in, "capture_failed", err)
+		s.fail(ctx, "capture", in, err)
 		return CaptureResult{}, err
 	case d.Action == reservation.ActWait:
 		err := &PaymentUncertain{ReservationID: id, Detail: "capture waits: " + d.Reason}
-		s.outcome(ctx, "capture", in, "uncertain", err)
+		s.fail(ctx, "capture", in, err)
 		return CaptureResult{}, err
 	}
 	err = &ConflictError{ReservationID: id, Detail: "nothing to capture: " + out.describe()}
-	s.outcome(ctx, "capture", in, "error", err)
+	s.fail(ctx, "capture", in, err)
 	return CaptureResult{}, err
 }

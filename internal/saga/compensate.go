@@ -34,13 +34,13 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 	}
 	if err != nil {
 		routed := storeError(id, err)
-		s.outcome(ctx, "compensate", in, "error", routed)
+		s.fail(ctx, "compensate", in, routed)
 		return res, routed
 	}
 	if reason == ErrCustomerCanceled && !r.CustomerCanceled {
 		if _, err := s.Store.Cancel(ctx, id, reservation.GuardOf(r)); err != nil {
 			if err = s.afterWrite(ctx, "compensate", in, err); err != nil {
-				s.outcome(ctx, "compensate", in, outcomeName(err), err)
+				s.fail(ctx, "compensate", in, err)
 				return res, err
 			}
 		}
@@ -55,14 +55,14 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 		res.Payment = "voided"
 	}
 	if err != nil {
-		s.outcome(ctx, "compensate", in, outcomeName(err), err)
+		s.fail(ctx, "compensate", in, err)
 		return res, err
 	}
 	if out.Last.Action == reservation.ActWait && out.Last.Waiting == reservation.WaitProvider {
 		// The provider must move first (a payment still processing, a refund pending): the
 		// ASL retries this step, then reconciles with its backoff.
 		err := &PaymentUncertain{ReservationID: id, Detail: "compensation waits for the provider: " + out.Last.Reason}
-		s.outcome(ctx, "compensate", in, "uncertain", err)
+		s.fail(ctx, "compensate", in, err)
 		return res, err
 	}
 	if out.Last.Action != reservation.ActDone || out.Last.Outcome == reservation.SettledSold {

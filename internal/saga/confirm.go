@@ -8,20 +8,21 @@ import (
 	"github.com/seatsaga/seatsaga/internal/reservation"
 )
 
-// Confirm sells the seats: PAYMENT_PENDING -> CONFIRMED, with owner, version and the hold's
-// deadline in the write condition. If the webhook's report arrived (the state's $.payment)
-// before its own guarded write is visible, the provider's truth is recorded first. A hold that
-// lapsed ends in HoldExpired, which the ASL sends to reconciliation (the late-success policy).
-// It reads only the reservation from the store, never $.payment, so it runs the same after the
-// webhook's SendTaskSuccess and after the ASL caught PaymentAlreadyAuthorized (whose
-// {"Error","Cause"} lands at $.payment).
+// Confirm sells the seats (the Lambda "confirm"; the payment method is confirmed by Authorize):
+// PAYMENT_PENDING -> CONFIRMED, with owner, version and the hold's deadline in the write
+// condition. If the webhook's report arrived (the state's $.payment) before its own guarded
+// write is visible, the provider's truth is recorded first. An expired hold ends in
+// HoldExpired, which the ASL sends to reconciliation (the late-success policy). It reads only
+// the reservation from the store, never $.payment, so it runs the same after the webhook's
+// SendTaskSuccess and after the ASL caught PaymentAlreadyAuthorized (whose {"Error","Cause"}
+// lands at $.payment).
 func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 	in := st.Input
 	id := in.ReservationID
 	for round := 0; round < maxRounds; round++ {
 		r, err := s.get(ctx, id)
 		if err != nil {
-			s.outcome(ctx, "confirm", in, "error", err)
+			s.fail(ctx, "confirm", in, err)
 			return Confirmation{}, err
 		}
 		switch {
@@ -33,17 +34,18 @@ func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 			// Recorded before it was acknowledged: the seats are never sold, whatever the
 			// webhook reported. The ASL sends this to "Void payment after customer cancel".
 			err := &CustomerCanceled{ReservationID: id}
-			s.outcome(ctx, "confirm", in, "customer_canceled", err)
+			s.fail(ctx, "confirm", in, err)
 			return Confirmation{}, err
 
 		case r.Inventory != reservation.PaymentPending:
 			err := &ConflictError{ReservationID: id, Detail: "seats are " + string(r.Inventory) + ", not PAYMENT_PENDING"}
-			s.outcome(ctx, "confirm", in, "error", err)
+			s.fail(ctx, "confirm", in, err)
 			return Confirmation{}, err
 
 		case !r.HoldLive(s.now()):
-			err := &HoldExpired{ReservationID: id, Detail: "the authorization arrived after the hold's deadline"}
-			s.outcome(ctx, "confirm", in, "hold_expired", err)
+			err := &reservation.HoldExpired{ReservationID: id, ExpiredAt: r.HoldExpiresAt, Now: s.now(),
+				Reason: "the authorization arrived after the deadline"}
+			s.fail(ctx, "confirm", in, err)
 			return Confirmation{}, err
 
 		case r.Payment == reservation.Authorizing || r.Payment == reservation.UnknownNeedsReconciliation:
@@ -51,12 +53,12 @@ func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 			auth, err := s.Payments.Retrieve(ctx, r.PaymentIntentID)
 			if err != nil {
 				routed := paymentError(id, err)
-				s.outcome(ctx, "confirm", in, outcomeName(routed), routed)
+				s.fail(ctx, "confirm", in, routed)
 				return Confirmation{}, routed
 			}
 			if auth.State != payment.StateAuthorized {
 				err := &ConflictError{ReservationID: id, Detail: "the provider reports " + auth.ProviderStatus + ", not an authorization"}
-				s.outcome(ctx, "confirm", in, "error", err)
+				s.fail(ctx, "confirm", in, err)
 				return Confirmation{}, err
 			}
 			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
@@ -80,12 +82,12 @@ func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 
 		default:
 			err := &ConflictError{ReservationID: id, Detail: "payment is " + string(r.Payment) + ", not AUTHORIZED"}
-			s.outcome(ctx, "confirm", in, "error", err)
+			s.fail(ctx, "confirm", in, err)
 			return Confirmation{}, err
 		}
 	}
 	err := &TransactionConflict{Detail: "reservation " + id + " kept changing under the confirm step"}
-	s.outcome(ctx, "confirm", in, "error", err)
+	s.fail(ctx, "confirm", in, err)
 	return Confirmation{}, err
 }
 
@@ -100,6 +102,6 @@ func (s *Steps) storeStep(ctx context.Context, step string, in Input, err error)
 		s.log().DebugContext(ctx, "lost a race; reading again", "step", step, "reservationId", in.ReservationID, "error", err.Error())
 		return nil
 	}
-	s.outcome(ctx, step, in, outcomeName(routed), routed)
+	s.fail(ctx, step, in, routed)
 	return routed
 }

@@ -3,36 +3,190 @@ package saga
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"reflect"
+
+	"github.com/seatsaga/seatsaga/internal/outbox"
+	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/reservation"
 )
 
-// The error types below are the names statemachine/reservation.asl.json routes on. The Lambda
-// Go runtime reports an error under its Go type name (the element name for a pointer), so a
-// handler must return them unwrapped: a fmt.Errorf("…: %w") around one reaches Step Functions
-// as "wrapError" and no Retry or Catch can match it. Handlers call Routable on their way out.
+// The errors a step returns, and the names statemachine/reservation.asl.json routes on. The
+// Lambda Go runtime reports an error under its Go type name (the element name for a pointer),
+// so a routed error's Go type name is its ASL name, and a handler returns it unwrapped: a
+// fmt.Errorf("…: %w") around one reaches Step Functions as "wrapError" and no Retry or Catch
+// matches it. Handlers call Routable on their way out.
+//
+// stepErrors below is the only list of them: each type once, with its ASL name and its
+// StepOutcome value. Routable, the metric and the mapping of store and provider errors
+// (stepError) all read it, so a new routed error is one entry there.
 
-// SeatUnavailable means at least one requested seat is held or sold by someone else. The ASL
-// never retries it: the buyer lost the race.
-type SeatUnavailable struct {
-	ReservationID string
-	SeatIDs       []string
+// Error names as the ASL spells them, for code that needs the string (SendTaskFailure,
+// tests); stepErrors ties each to its type, and TestStepErrorNames checks they agree.
+const (
+	ErrSeatUnavailable          = "SeatUnavailable"
+	ErrHoldExpired              = "HoldExpired"
+	ErrPaymentDeclined          = "PaymentDeclined"
+	ErrPaymentUncertain         = "PaymentUncertain"
+	ErrPaymentAlreadyAuthorized = "PaymentAlreadyAuthorized"
+	ErrCustomerCanceled         = "CustomerCanceled"
+	ErrCaptureFailed            = "CaptureFailed"
+	ErrInvalidRequest           = "InvalidRequest"
+	ErrTransactionConflict      = "TransactionConflict"
+	ErrTransientError           = "TransientError"
+)
+
+// outcomeError is the StepOutcome of an error stepErrors does not name.
+const outcomeError = "error"
+
+// stepErrors lists every error type a step returns, in precedence order (an error that
+// carries several is routed as the first listed). name is the ASL name, "" for the errors
+// the ASL does not route by name (its States.ALL catch reconciles them); from lists the store
+// and provider errors the type stands for.
+var stepErrors = []stepErrorKind{
+	// The domain's errors are the routed ones: one type per ASL name (see the package doc).
+	kind[*reservation.SeatUnavailable](ErrSeatUnavailable, "seat_unavailable"),
+	// The one spelling of "the hold expired" as a reason (see reservation.HoldExpired).
+	kind[*reservation.HoldExpired](ErrHoldExpired, outbox.ReasonHoldExpired),
+	kind[*PaymentDeclined](ErrPaymentDeclined, "declined",
+		from(func(id string, e *payment.Declined, _ error) error {
+			return &PaymentDeclined{ReservationID: id, Code: e.Code, Detail: e.Error()}
+		})),
+	kind[*PaymentUncertain](ErrPaymentUncertain, "uncertain",
+		from(func(id string, e *payment.Uncertain, _ error) error {
+			return &PaymentUncertain{ReservationID: id, Detail: e.Error()}
+		})),
+	kind[*PaymentAlreadyAuthorized](ErrPaymentAlreadyAuthorized, "already_authorized"),
+	kind[*CustomerCanceled](ErrCustomerCanceled, "customer_canceled"),
+	kind[*CaptureFailed](ErrCaptureFailed, "capture_failed"),
+	kind[*InvalidRequest](ErrInvalidRequest, "invalid",
+		from(func(_ string, e *reservation.ValidationError, _ error) error {
+			return &InvalidRequest{Field: "request", Problem: e.Error()}
+		}),
+		from(func(_ string, e *reservation.IdempotencyConflict, _ error) error {
+			return &InvalidRequest{Field: "idempotencyKey", Problem: e.Error()}
+		})),
+	// Another writer moved the reservation first, or DynamoDB cancelled the transaction:
+	// the step reads again and decides anew.
+	kind[*TransactionConflict](ErrTransactionConflict, outcomeError,
+		from(func(_ string, _ *reservation.StaleVersion, err error) error {
+			return &TransactionConflict{Detail: err.Error()}
+		}),
+		from(func(_ string, _ *reservation.UnexpectedState, err error) error {
+			return &TransactionConflict{Detail: err.Error()}
+		}),
+		func(_ string, err error) error {
+			if isTransactionConflict(err) {
+				return &TransactionConflict{Detail: err.Error()}
+			}
+			return nil
+		}),
+	kind[*TransientError](ErrTransientError, outcomeError),
+	kind[*ProviderRefused]("", "provider_refused",
+		// The provider refused our request, not the buyer's card (a wrong or rotated key, a
+		// permission, a request or object-state problem): telling the buyer "declined" would
+		// decline every buyer of the sale. The hold stays protected and reconciliation asks
+		// the provider again.
+		from(func(id string, e *payment.Failed, _ error) error {
+			return &ProviderRefused{ReservationID: id, Category: string(e.Category), Detail: e.Error()}
+		})),
+	kind[*ConflictError]("", outcomeError,
+		from(func(id string, e *reservation.NotFound, _ error) error {
+			return &ConflictError{ReservationID: id, Detail: e.Error()}
+		})),
 }
 
-func (e *SeatUnavailable) Error() string {
-	if len(e.SeatIDs) == 0 {
-		return "seats unavailable for reservation " + e.ReservationID
+// stepErrorKind is one entry of stepErrors.
+type stepErrorKind struct {
+	name    string
+	outcome string
+	typ     reflect.Type
+	// find returns the error of this type in err's chain.
+	find func(err error) (error, bool)
+	from []translation
+}
+
+// translation returns the step error that stands for a store or provider error, or nil.
+type translation func(id string, err error) error
+
+func kind[E error](name, outcome string, from ...translation) stepErrorKind {
+	return stepErrorKind{name: name, outcome: outcome, typ: reflect.TypeFor[E](), from: from,
+		find: func(err error) (error, bool) {
+			var e E
+			if errors.As(err, &e) {
+				return e, true
+			}
+			return nil, false
+		}}
+}
+
+func from[E error](f func(id string, e E, err error) error) translation {
+	return func(id string, err error) error {
+		var e E
+		if errors.As(err, &e) {
+			return f(id, e, err)
+		}
+		return nil
 	}
-	return fmt.Sprintf("seats unavailable for reservation %s: %s", e.ReservationID, strings.Join(e.SeatIDs, ", "))
 }
 
-// HoldExpired means the hold's deadline passed before the step could act on it.
-type HoldExpired struct {
-	ReservationID string
-	Detail        string
+// classify returns the step error err carries, unwrapped, and its entry.
+func classify(err error) (error, stepErrorKind, bool) {
+	if err != nil {
+		for _, k := range stepErrors {
+			if e, ok := k.find(err); ok {
+				return e, k, true
+			}
+		}
+	}
+	return nil, stepErrorKind{}, false
 }
 
-func (e *HoldExpired) Error() string {
-	return fmt.Sprintf("hold of reservation %s expired: %s", e.ReservationID, e.Detail)
+// Routable returns the step error inside err, unwrapped, so the Lambda runtime names it; an
+// error that carries none is returned as it is (Step Functions sees its own type name and the
+// ASL's States.ALL catches it).
+func Routable(err error) error {
+	if e, _, ok := classify(err); ok {
+		return e
+	}
+	return err
+}
+
+// outcomeOf names err for the StepOutcome metric.
+func outcomeOf(err error) string {
+	if _, k, ok := classify(err); ok {
+		return k.outcome
+	}
+	return outcomeError
+}
+
+// stepError turns a store or provider error into the step error a step returns: one it
+// already carries (the domain's routed errors), else the first translation that applies,
+// else unknown(err) — a store failure is worth retrying, a provider that did not answer
+// leaves the payment uncertain.
+func stepError(id string, err error, unknown func(id string, err error) error) error {
+	if err == nil {
+		return nil
+	}
+	if e, _, ok := classify(err); ok {
+		return e
+	}
+	for _, k := range stepErrors {
+		for _, t := range k.from {
+			if e := t(id, err); e != nil {
+				return e
+			}
+		}
+	}
+	return unknown(id, err)
+}
+
+// storeError maps an inventory error; paymentError a provider outcome.
+func storeError(id string, err error) error {
+	return stepError(id, err, func(_ string, err error) error { return &TransientError{Detail: err.Error()} })
+}
+
+func paymentError(id string, err error) error {
+	return stepError(id, err, func(id string, err error) error { return &PaymentUncertain{ReservationID: id, Detail: err.Error()} })
 }
 
 // PaymentDeclined means the provider refused the payment definitively. Never retried.
@@ -145,62 +299,4 @@ type ProviderRefused struct {
 
 func (e *ProviderRefused) Error() string {
 	return "the payment provider refused the request for reservation " + e.ReservationID + " (" + e.Category + "): " + e.Detail
-}
-
-// Error names as the ASL spells them.
-const (
-	ErrSeatUnavailable          = "SeatUnavailable"
-	ErrHoldExpired              = "HoldExpired"
-	ErrPaymentDeclined          = "PaymentDeclined"
-	ErrPaymentUncertain         = "PaymentUncertain"
-	ErrPaymentAlreadyAuthorized = "PaymentAlreadyAuthorized"
-	ErrCustomerCanceled         = "CustomerCanceled"
-	ErrCaptureFailed            = "CaptureFailed"
-	ErrInvalidRequest           = "InvalidRequest"
-	ErrTransactionConflict      = "TransactionConflict"
-	ErrTransientError           = "TransientError"
-)
-
-// Routable returns the routed error inside err, unwrapped, so the Lambda runtime names it; an
-// error that carries none is returned as it is (Step Functions sees its own type name and the
-// ASL's States.ALL catches it).
-func Routable(err error) error {
-	if err == nil {
-		return nil
-	}
-	var (
-		seat     *SeatUnavailable
-		expired  *HoldExpired
-		declined *PaymentDeclined
-		unsure   *PaymentUncertain
-		already  *PaymentAlreadyAuthorized
-		canceled *CustomerCanceled
-		capture  *CaptureFailed
-		invalid  *InvalidRequest
-		conflict *TransactionConflict
-		trans    *TransientError
-	)
-	switch {
-	case errors.As(err, &seat):
-		return seat
-	case errors.As(err, &expired):
-		return expired
-	case errors.As(err, &declined):
-		return declined
-	case errors.As(err, &unsure):
-		return unsure
-	case errors.As(err, &already):
-		return already
-	case errors.As(err, &canceled):
-		return canceled
-	case errors.As(err, &capture):
-		return capture
-	case errors.As(err, &invalid):
-		return invalid
-	case errors.As(err, &conflict):
-		return conflict
-	case errors.As(err, &trans):
-		return trans
-	}
-	return err
 }

@@ -123,7 +123,7 @@ func (p *fakePayments) setStatus(a *payment.Authorization, status string) {
 	case "declined":
 		// The provider refused the buyer's payment method: the intent waits for another one.
 		a.ProviderStatus, a.State = "requires_payment_method", payment.StateFailed
-		a.LastDecline = &payment.Declined{Op: payment.OpConfirm, Code: "card_declined", DeclineCode: "generic_decline"}
+		a.LastDecline = &payment.Declined{Op: payment.OpConfirmPaymentMethod, Code: "card_declined", DeclineCode: "generic_decline"}
 	default:
 		a.State = payment.StateAuthorizing
 	}
@@ -161,7 +161,7 @@ func (p *fakePayments) CreateOrReuseAuthorization(_ context.Context, req payment
 	return *a, nil
 }
 
-func (p *fakePayments) Confirm(_ context.Context, req payment.ConfirmRequest) (payment.Authorization, error) {
+func (p *fakePayments) ConfirmPaymentMethod(_ context.Context, req payment.ConfirmPaymentMethodRequest) (payment.Authorization, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.take("confirm"); err != nil {
@@ -177,7 +177,7 @@ func (p *fakePayments) Confirm(_ context.Context, req payment.ConfirmRequest) (p
 		p.setStatus(a, "processing")
 	default:
 		p.setStatus(a, "declined")
-		return payment.Authorization{}, &payment.Declined{Op: payment.OpConfirm, PaymentIntentID: a.PaymentIntentID, Code: "card_declined"}
+		return payment.Authorization{}, &payment.Declined{Op: payment.OpConfirmPaymentMethod, PaymentIntentID: a.PaymentIntentID, Code: "card_declined"}
 	}
 	return *a, nil
 }

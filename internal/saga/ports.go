@@ -46,7 +46,7 @@ type (
 // Payments is what the steps need from the payment provider: internal/payment's port.
 type Payments interface {
 	CreateOrReuseAuthorization(ctx context.Context, req payment.AuthorizationRequest) (payment.Authorization, error)
-	Confirm(ctx context.Context, req payment.ConfirmRequest) (payment.Authorization, error)
+	ConfirmPaymentMethod(ctx context.Context, req payment.ConfirmPaymentMethodRequest) (payment.Authorization, error)
 	Retrieve(ctx context.Context, paymentIntentID string) (payment.Authorization, error)
 	Capture(ctx context.Context, req payment.CaptureRequest) (payment.Authorization, error)
 	Cancel(ctx context.Context, req payment.CancelRequest) (payment.Authorization, error)

@@ -49,7 +49,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 	case errors.As(err, &unsure):
 		return s.again(ctx, in, out.R, &res, unsure.Detail)
 	case err != nil:
-		s.outcome(ctx, "reconcile", in, outcomeName(err), err, "attempt", res.Attempt)
+		s.fail(ctx, "reconcile", in, err, "attempt", res.Attempt)
 		return ReconcileResult{}, err
 	}
 	d := out.Last

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 )
@@ -438,7 +439,7 @@ func releaseReason(reason string, d reservation.Decision) string {
 	case reason == ErrCustomerCanceled:
 		return "customer_canceled"
 	case d.Expired || reason == ErrHoldExpired:
-		return "hold_expired"
+		return outbox.ReasonHoldExpired
 	case reason != "":
 		return reason
 	}

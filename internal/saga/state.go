@@ -13,7 +13,17 @@
 //
 // Steps talk to the inventory and the payment provider through the narrow interfaces in
 // ports.go; every step is idempotent under redelivery and under a crash after its write but
-// before its return. The errors the ASL routes on are in errors.go.
+// before its return.
+//
+// The errors the ASL routes on are listed once, in errors.go's stepErrors, with their ASL name
+// and metric outcome. Step Functions matches an error by its Go type name, so the saga returns
+// the domain's own *reservation.SeatUnavailable and *reservation.HoldExpired as the routed
+// SeatUnavailable and HoldExpired instead of copying them into saga types of the same names:
+// two types per name meant two meanings for one ASL name and a mapping to keep in step.
+//
+// Words: a hold "expires" (reservation.HoldExpired documents the one spelling per concept);
+// Confirm is the step that sells the seats, while confirming the PaymentIntent with a payment
+// method is payment.Provider's ConfirmPaymentMethod.
 package saga
 
 import "time"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
@@ -33,8 +34,8 @@ const (
 // and reads again).
 const maxRounds = 8
 
-// Steps runs the saga's steps. Build it once per cold start and share it between invocations.
-type Steps struct {
+// Deps is what Steps runs on. Store and Payments are required; the rest have defaults.
+type Deps struct {
 	Store    Store
 	Payments Payments
 	// Now is the clock; every deadline check uses it.
@@ -50,6 +51,36 @@ type Steps struct {
 	// first wait between attempts, doubled each time.
 	ReconcileAttempts int
 	ReconcileBackoff  time.Duration
+}
+
+// Steps runs the saga's steps. Build it once per cold start with New and share it between
+// invocations. It is defined over Deps so the field list exists once and tests can still
+// write a literal.
+type Steps Deps
+
+// New validates d and returns the steps over it.
+func New(d Deps) (*Steps, error) {
+	var missing []string
+	if d.Store == nil {
+		missing = append(missing, "Store")
+	}
+	if d.Payments == nil {
+		missing = append(missing, "Payments")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("saga: %s required", strings.Join(missing, " and "))
+	}
+	if d.Hold < 0 || d.ReconcileAttempts < 0 || d.ReconcileBackoff < 0 {
+		return nil, errors.New("saga: Hold, ReconcileAttempts and ReconcileBackoff must not be negative")
+	}
+	// Parsed rather than compared so a hand-built value in another case still means what it says.
+	policy, err := reservation.ParseLateSuccessPolicy(string(d.Policy))
+	if err != nil {
+		return nil, fmt.Errorf("saga: %w", err)
+	}
+	d.Policy = policy
+	s := Steps(d)
+	return &s, nil
 }
 
 func (s *Steps) now() time.Time {
@@ -80,12 +111,11 @@ func (s *Steps) policy() reservation.LateSuccessPolicy {
 	return s.Policy
 }
 
-// outcome counts and logs how a step ended. err, when set, is the routed error it returns.
+// outcome counts and logs how a step ended. err, when set, is the step error it returns.
 func (s *Steps) outcome(ctx context.Context, step string, in Input, outcome string, err error, attrs ...any) {
 	var refused *ProviderRefused
 	if errors.As(err, &refused) {
 		s.metrics().Count(MetricProviderRefusals, 1, metrics.Dim{Name: "category", Value: refused.Category})
-		outcome = "provider_refused"
 	}
 	s.metrics().Count(MetricStepOutcome, 1, metrics.Dim{Name: "step", Value: step}, metrics.Dim{Name: "outcome", Value: outcome})
 	args := append([]any{"step", step, "reservationId", in.ReservationID, "correlationId", in.CorrelationID, "outcome", outcome}, attrs...)
@@ -93,55 +123,19 @@ func (s *Steps) outcome(ctx context.Context, step string, in Input, outcome stri
 		args = append(args, "error", err.Error())
 	}
 	level := slog.LevelInfo
-	if err != nil && (outcome == "error" || outcome == "provider_refused") {
+	if err != nil && (outcome == outcomeError || refused != nil) {
 		level = slog.LevelError
 	}
 	s.log().Log(ctx, level, "saga step finished", args...)
 }
 
+// fail counts and logs a step that returns err, under the outcome stepErrors gives it.
+func (s *Steps) fail(ctx context.Context, step string, in Input, err error, attrs ...any) {
+	s.outcome(ctx, step, in, outcomeOf(err), err, attrs...)
+}
+
 func (s *Steps) compensation(step, outcome string) {
 	s.metrics().Count(MetricCompensationOutcome, 1, metrics.Dim{Name: "step", Value: step}, metrics.Dim{Name: "outcome", Value: outcome})
-}
-
-// storeError turns an inventory error into the routed error a step returns: definitive
-// business outcomes keep their names, races and store failures become retryable ones.
-func storeError(id string, err error) error {
-	var (
-		seat     *reservation.SeatUnavailable
-		expired  *reservation.HoldExpired
-		invalid  *reservation.ValidationError
-		idem     *reservation.IdempotencyConflict
-		notFound *reservation.NotFound
-	)
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &seat):
-		return &SeatUnavailable{ReservationID: id, SeatIDs: seat.SeatIDs}
-	case errors.As(err, &expired):
-		return &HoldExpired{ReservationID: id, Detail: expired.Error()}
-	case errors.As(err, &invalid):
-		return &InvalidRequest{Field: "request", Problem: invalid.Error()}
-	case errors.As(err, &idem):
-		return &InvalidRequest{Field: "idempotencyKey", Problem: idem.Error()}
-	case errors.As(err, &notFound):
-		return &ConflictError{ReservationID: id, Detail: notFound.Error()}
-	case isRace(err):
-		return &TransactionConflict{Detail: err.Error()}
-	case isTransactionConflict(err):
-		return &TransactionConflict{Detail: err.Error()}
-	}
-	return &TransientError{Detail: err.Error()}
-}
-
-// isRace reports errors that mean another writer moved the reservation first: the step reads
-// again and decides anew.
-func isRace(err error) bool {
-	var (
-		stale *reservation.StaleVersion
-		state *reservation.UnexpectedState
-	)
-	return errors.As(err, &stale) || errors.As(err, &state)
 }
 
 // isTransactionConflict recognises a cancelled transaction without importing the adapter: any
@@ -175,28 +169,21 @@ func (s *Steps) Claim(ctx context.Context, st State) (Hold, error) {
 		IdempotencyKey: in.IdempotencyKey,
 		CorrelationID:  in.CorrelationID,
 	}
-	if err := req.Validate(s.Limits); err != nil {
-		routed := storeError(in.ReservationID, err)
-		s.outcome(ctx, "claim", in, "invalid", routed)
-		return Hold{}, routed
+	err := req.Validate(s.Limits)
+	var r reservation.Reservation
+	if err == nil {
+		r, err = s.Store.Claim(ctx, req)
 	}
-	r, err := s.Store.Claim(ctx, req)
 	if err != nil {
 		routed := storeError(in.ReservationID, err)
-		var seat *SeatUnavailable
-		switch {
-		case errors.As(routed, &seat):
-			s.outcome(ctx, "claim", in, "seat_unavailable", routed)
-		default:
-			s.outcome(ctx, "claim", in, "error", routed)
-		}
+		s.fail(ctx, "claim", in, routed)
 		return Hold{}, routed
 	}
 	now := s.now()
 	if r.Inventory == reservation.Held && !r.HoldLive(now) {
 		// A replay long after the claim: the hold is gone, so there is nothing to pay for.
-		err := &HoldExpired{ReservationID: r.ID, Detail: "the hold lapsed before payment started"}
-		s.outcome(ctx, "claim", in, "hold_expired", err)
+		err := &reservation.HoldExpired{ReservationID: r.ID, ExpiredAt: r.HoldExpiresAt, Now: now, Reason: "before payment started"}
+		s.fail(ctx, "claim", in, err)
 		return Hold{}, err
 	}
 	left := max(secondsLeft(now, r.HoldExpiresAt), 1)

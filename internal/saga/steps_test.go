@@ -159,7 +159,7 @@ func TestClaim(t *testing.T) {
 			},
 			in: input("loser", "", "A1", "A2"),
 			check: func(t *testing.T, h *harness, _ Hold, err error) {
-				su := wantErr[*SeatUnavailable](t, err)
+				su := wantErr[*reservation.SeatUnavailable](t, err)
 				if !slices.Equal(su.SeatIDs, []string{"A1"}) {
 					t.Fatalf("seats %v", su.SeatIDs)
 				}
@@ -203,7 +203,7 @@ func TestClaim(t *testing.T) {
 			},
 			in: input("r1", "", "A1"),
 			check: func(t *testing.T, _ *harness, _ Hold, err error) {
-				wantErr[*HoldExpired](t, err)
+				wantErr[*reservation.HoldExpired](t, err)
 			},
 		},
 		{
@@ -260,7 +260,7 @@ func TestAuthorize(t *testing.T) {
 				h.advance(10 * time.Minute)
 			},
 			check: func(t *testing.T, h *harness, err error) {
-				wantErr[*HoldExpired](t, err)
+				wantErr[*reservation.HoldExpired](t, err)
 				h.expectState("r1", reservation.Held, reservation.NotStarted)
 			},
 		},
@@ -297,7 +297,7 @@ func TestAuthorize(t *testing.T) {
 			name: "provider timeout is uncertain and a redelivery reuses the intent",
 			pm:   "pm_card_visa",
 			setup: func(h *harness, in Input) {
-				h.pay.fail["confirm"] = []error{&payment.Uncertain{Op: payment.OpConfirm, Reason: "timeout"}}
+				h.pay.fail["confirm"] = []error{&payment.Uncertain{Op: payment.OpConfirmPaymentMethod, Reason: "timeout"}}
 				wantErr[*PaymentUncertain](h.t, h.authorize(in, "tok1"))
 			},
 			check: func(t *testing.T, h *harness, err error) {
@@ -359,7 +359,7 @@ func TestAuthorizeProviderRefusalIsNotADecline(t *testing.T) {
 			refusal:  &payment.Failed{Op: payment.OpAuthorize, HTTPStatus: 401, Category: payment.FailureAuthentication, Type: "authentication_error"},
 			category: payment.FailureAuthentication, wantPay: reservation.NotStarted},
 		{name: "confirm refused: invalid request", op: "confirm",
-			refusal:  &payment.Failed{Op: payment.OpConfirm, HTTPStatus: 400, Category: payment.FailureInvalidRequest, Type: "invalid_request_error"},
+			refusal:  &payment.Failed{Op: payment.OpConfirmPaymentMethod, HTTPStatus: 400, Category: payment.FailureInvalidRequest, Type: "invalid_request_error"},
 			category: payment.FailureInvalidRequest, wantPay: reservation.Authorizing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -413,7 +413,7 @@ func TestConfirm(t *testing.T) {
 		in := authorized(t, h, "pm_card_visa")
 		h.advance(10 * time.Minute)
 		_, err := h.steps.Confirm(context.Background(), State{Input: in})
-		wantErr[*HoldExpired](t, err)
+		wantErr[*reservation.HoldExpired](t, err)
 		h.expectState("r1", reservation.PaymentPending, reservation.Authorized)
 	})
 	t.Run("report arrived before the webhook's write: provider truth recorded", func(t *testing.T) {
@@ -778,7 +778,7 @@ func TestReconcile(t *testing.T) {
 }
 
 func TestRoutable(t *testing.T) {
-	inner := &SeatUnavailable{ReservationID: "r1"}
+	inner := &reservation.SeatUnavailable{EventID: "ev1", SeatIDs: []string{"A1"}}
 	wrapped := fmt.Errorf("claim: %w", inner)
 	if Routable(wrapped) != error(inner) {
 		t.Fatal("not unwrapped")

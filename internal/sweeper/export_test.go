@@ -1,7 +1,5 @@
 package sweeper
 
-// Test doubles for the external test package (sweeper_ddb_test.go is package sweeper_test
-// because it builds the saga's steps with internal/app, which imports this package).
-type FakeSFN = fakeSFN
-
+// Machine is the unit tests' state machine ARN, for the external test package
+// (sweeper_ddb_test.go).
 const Machine = machine

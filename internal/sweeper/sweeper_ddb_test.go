@@ -2,6 +2,7 @@ package sweeper_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,92 +14,27 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/seatsaga/seatsaga/internal/app"
-	"github.com/seatsaga/seatsaga/internal/config"
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/outbox"
-	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
 )
 
-// authorizedProvider is a payment provider whose every PaymentIntent is authorized and
-// captures and cancels cleanly; it counts captures.
-type authorizedProvider struct {
-	mu       sync.Mutex
-	captures int
-	cancels  int
-}
-
-func (p *authorizedProvider) auth(id string, st payment.State) payment.Authorization {
-	return payment.Authorization{PaymentIntentID: id, State: st, ProviderStatus: map[payment.State]string{
-		payment.StateAuthorized: "requires_capture", payment.StatePaid: "succeeded", payment.StateCanceled: "canceled"}[st]}
-}
-
-func (p *authorizedProvider) CreateOrReuseAuthorization(_ context.Context, req payment.AuthorizationRequest) (payment.Authorization, error) {
-	return p.auth(req.PaymentIntentID, payment.StateAuthorized), nil
-}
-func (p *authorizedProvider) Confirm(_ context.Context, req payment.ConfirmRequest) (payment.Authorization, error) {
-	return p.auth(req.PaymentIntentID, payment.StateAuthorized), nil
-}
-func (p *authorizedProvider) Retrieve(_ context.Context, id string) (payment.Authorization, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.captures > 0 {
-		return p.auth(id, payment.StatePaid), nil
-	}
-	return p.auth(id, payment.StateAuthorized), nil
-}
-func (p *authorizedProvider) Capture(_ context.Context, req payment.CaptureRequest) (payment.Authorization, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.captures = 1 // Idempotent by key: one capture however often asked.
-	return p.auth(req.PaymentIntentID, payment.StatePaid), nil
-}
-func (p *authorizedProvider) Cancel(_ context.Context, req payment.CancelRequest) (payment.Authorization, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cancels++
-	return p.auth(req.PaymentIntentID, payment.StateCanceled), nil
-}
-func (p *authorizedProvider) Refund(context.Context, payment.RefundRequest) (payment.Refund, error) {
-	return payment.Refund{}, fmt.Errorf("not expected")
-}
-
-func (p *authorizedProvider) RetrieveRefund(context.Context, string) (payment.Refund, error) {
-	return payment.Refund{}, fmt.Errorf("not expected")
-}
-
 type ddbRig struct {
 	env   *ddbtest.Env
-	clock *mutableClock
+	clock *clock.Fake
 	inv   *inventory.Store
-}
-
-type mutableClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *mutableClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *mutableClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
 }
 
 func newDDBRig(t *testing.T) *ddbRig {
 	t.Helper()
 	env := ddbtest.New(t)
-	c := &mutableClock{now: time.Now().UTC().Truncate(time.Millisecond)}
+	c := clock.NewFake(time.Now().UTC().Truncate(time.Millisecond))
 	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -108,17 +44,16 @@ func newDDBRig(t *testing.T) *ddbRig {
 
 func (r *ddbRig) sweeper(t *testing.T, now func() time.Time, provider saga.Payments) *sweeper.Sweeper {
 	t.Helper()
-	cfg := config.Config{Tables: r.env.Names, Hold: 10 * time.Minute, MaxSeats: 10, LateSuccessPolicy: "reacquire"}
-	steps, err := app.NewSteps(cfg, app.SagaDeps{DynamoDB: r.env.Client, Payments: provider, Now: now,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
 	inv, err := inventory.New(inventory.Config{Client: r.env.Client, Names: r.env.Names, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sweeper.New(sweeper.Deps{Backlog: inv, Expirer: inv, Reconciler: steps, SFN: &sweeper.FakeSFN{}, StateMachineARN: sweeper.Machine,
+	steps, err := saga.New(saga.Deps{Store: inv, Payments: provider, Now: now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Policy: reservation.LateSuccessReacquire, Hold: 10 * time.Minute, Limits: reservation.DefaultLimits()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sweeper.New(sweeper.Deps{Backlog: inv, Expirer: inv, Reconciler: steps, SFN: sagatest.NewStepFunctions(), StateMachineARN: sweeper.Machine,
 		Grace: 2 * time.Minute, Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -167,12 +102,12 @@ func TestSweeperReleasesOrphanedHoldOnDynamoDB(t *testing.T) {
 	}
 	held := r.claim(t, "r_orphan", "A1")
 	later := held.HoldExpiresAt.Add(2*time.Minute + time.Second)
-	now := func() time.Time { return later }
+	now := clock.NewFake(later).Now
 
 	var wg sync.WaitGroup
 	results := make([]sweeper.Result, 3)
 	for i := range results {
-		s := r.sweeper(t, now, &authorizedProvider{})
+		s := r.sweeper(t, now, sagatest.NewPayments())
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -206,7 +141,7 @@ func TestSweeperReleasesOrphanedHoldOnDynamoDB(t *testing.T) {
 		SeatIDs: []string{"A1"}, Amount: 100, Currency: "eur", HoldDuration: 10 * time.Minute, IdempotencyKey: "k"}); err != nil {
 		t.Fatalf("the next buyer cannot claim the released seat: %v", err)
 	}
-	s := r.sweeper(t, now, &authorizedProvider{})
+	s := r.sweeper(t, now, sagatest.NewPayments())
 	if res, err := s.Run(ctx); err != nil || res.ReconciliationBacklog != 0 || res.Released != 0 {
 		t.Fatalf("second sweep %+v %v", res, err)
 	}
@@ -246,12 +181,13 @@ func TestSweeperRacingConfirmOnDynamoDB(t *testing.T) {
 		}
 		confirmAt := res.HoldExpiresAt.Add(-time.Second)
 		sweepAt := res.HoldExpiresAt.Add(2*time.Minute + time.Second)
-		confirmer, err := inventory.New(inventory.Config{Client: r.env.Client, Names: r.env.Names, Now: func() time.Time { return confirmAt }})
+		confirmer, err := inventory.New(inventory.Config{Client: r.env.Client, Names: r.env.Names, Now: clock.NewFake(confirmAt).Now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		provider := &authorizedProvider{}
-		s := r.sweeper(t, func() time.Time { return sweepAt }, provider)
+		provider := sagatest.NewPayments()
+		provider.PutAuthorized(id, "pi_"+id, 100, "eur")
+		s := r.sweeper(t, clock.NewFake(sweepAt).Now, provider)
 
 		var wg sync.WaitGroup
 		var confirmErr error
@@ -279,18 +215,28 @@ func TestSweeperRacingConfirmOnDynamoDB(t *testing.T) {
 			t.Fatal(err)
 		}
 		events := r.outboxTypes(t, id)
-		t.Logf("round %d: confirm err=%v sweep=%+v final=%s/%s events=%v", i, confirmErr, sweep, got.Inventory, got.Payment, events)
+		if sweep.Errors != 0 || sweep.Released != 0 || sweep.Reconciled+sweep.LostRaces != 1 {
+			t.Fatalf("round %d: sweep %+v; want the reservation reconciled (or the race to the confirm lost), never released", i, sweep)
+		}
+		// The confirm either won, or lost to the sweeper's reacquire by the version it held.
+		var stale *reservation.StaleVersion
+		switch {
+		case confirmErr == nil && events[outbox.ReservationConfirmed] != 1:
+			t.Fatalf("round %d: confirm reported success without its event: %v", i, events)
+		case confirmErr != nil && (!errors.As(confirmErr, &stale) || events[outbox.SeatsReacquired] != 1):
+			t.Fatalf("round %d: confirm failed with %v, events %v; want a stale version and the sweeper's reacquire", i, confirmErr, events)
+		}
 		if got.Inventory != reservation.Confirmed {
 			t.Fatalf("round %d: reservation ended %s/%s", i, got.Inventory, got.Payment)
 		}
 		if events[outbox.ReservationConfirmed]+events[outbox.SeatsReacquired] != 1 || events[outbox.SeatsReleased] != 0 || events[outbox.PaymentVoided] != 0 {
 			t.Fatalf("round %d: both won or a release slipped in: %v", i, events)
 		}
-		if confirmErr == nil && events[outbox.ReservationConfirmed] != 1 {
-			t.Fatalf("round %d: confirm reported success without its event: %v", i, events)
-		}
-		if provider.cancels != 0 {
+		if provider.Cancels() != 0 {
 			t.Fatalf("round %d: the authorization was voided", i)
+		}
+		if n := provider.Captures(); n > 1 || (got.Payment == reservation.Paid) != (n == 1) {
+			t.Fatalf("round %d: %d captures for a payment recorded %s", i, n, got.Payment)
 		}
 		seat, ok, err := r.inv.GetSeat(ctx, "ev1", seats[i])
 		if err != nil || !ok || seat.State != reservation.Confirmed || seat.ReservationID != id {

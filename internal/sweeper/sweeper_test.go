@@ -5,86 +5,30 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sort"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
 )
 
 const machine = "arn:aws:states:us-east-1:000000000000:stateMachine:reservation"
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// fakeInventory lists and expires reservations with the domain's real guarded transitions.
-type fakeInventory struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	byID    map[string]reservation.Reservation
-	listErr error
-	// beforeExpire runs before an expire applies (a concurrent writer).
-	beforeExpire func(*fakeInventory, string)
-	expired      []string
-}
-
-func (f *fakeInventory) ExpiredHolds(_ context.Context, before time.Time, _ int) ([]reservation.Reservation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.listErr != nil {
-		return nil, f.listErr
-	}
-	var out []reservation.Reservation
-	for _, r := range f.byID {
-		if r.HoldActive() && r.HoldExpiresAt.Before(before) {
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].HoldExpiresAt.Before(out[j].HoldExpiresAt) })
-	return out, nil
-}
-
-// NeedingReconciliation lists what the real index holds (Reservation.Unsettled), by
-// the time each reservation joined it.
-func (f *fakeInventory) NeedingReconciliation(_ context.Context, before time.Time, _ int) ([]reservation.Reservation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []reservation.Reservation
-	for _, r := range f.byID {
-		if r.Unsettled() && r.ReconcileSince.Before(before) {
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ReconcileSince.Before(out[j].ReconcileSince) })
-	return out, nil
-}
-
-func (f *fakeInventory) Expire(_ context.Context, id string, from reservation.InventoryState, g reservation.Guard) (reservation.Reservation, error) {
-	if f.beforeExpire != nil {
-		f.beforeExpire(f, id)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	next, err := f.byID[id].ApplyInventory(reservation.Expire, from, g, f.now())
-	if err != nil {
-		return next, err
-	}
-	f.byID[id] = next
-	f.expired = append(f.expired, id)
-	return next, nil
-}
-
-// fakeReconciler answers Resolve with a fixed outcome per reservation and applies its effect.
+// fakeReconciler answers Resolve with a fixed outcome per reservation and applies its effect
+// to the store, as the saga's reconcile step would.
 type fakeReconciler struct {
 	mu       sync.Mutex
-	inv      *fakeInventory
+	inv      *sagatest.IndexedStore
+	now      func() time.Time
 	outcomes map[string]string
 	err      error
 	calls    []saga.Input
@@ -98,38 +42,20 @@ func (f *fakeReconciler) Resolve(_ context.Context, in saga.Input) (string, erro
 		return "", f.err
 	}
 	outcome := f.outcomes[in.ReservationID]
-	f.inv.mu.Lock()
-	defer f.inv.mu.Unlock()
-	r := f.inv.byID[in.ReservationID]
+	r, _ := f.inv.Reservation(in.ReservationID)
 	switch outcome {
 	case saga.OutcomeRetry, saga.OutcomeUnresolved:
 		r.Payment = reservation.UnknownNeedsReconciliation
 		if r.ReconcileSince.IsZero() {
-			r.ReconcileSince = f.inv.now()
+			r.ReconcileSince = f.now()
 		}
 	case saga.OutcomePaid:
 		r.Inventory, r.Payment, r.ReconcileSince = reservation.Confirmed, reservation.Paid, time.Time{}
 	default:
 		r.Inventory, r.Payment, r.ReconcileSince = reservation.Released, reservation.Canceled, time.Time{}
 	}
-	f.inv.byID[in.ReservationID] = r
+	f.inv.Put(r)
 	return outcome, nil
-}
-
-type fakeSFN struct {
-	status map[string]sfntypes.ExecutionStatus
-	err    error
-}
-
-func (f *fakeSFN) DescribeExecution(_ context.Context, in *sfn.DescribeExecutionInput, _ ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
-	st, ok := f.status[aws.ToString(in.ExecutionArn)]
-	if !ok {
-		return nil, &sfntypes.ExecutionDoesNotExist{Message: aws.String("none")}
-	}
-	return &sfn.DescribeExecutionOutput{Status: st}, nil
 }
 
 func execARN(id string) string {
@@ -137,27 +63,42 @@ func execARN(id string) string {
 }
 
 type rig struct {
-	now     time.Time
-	inv     *fakeInventory
+	clock   *clock.Fake
+	inv     *sagatest.IndexedStore
 	rec     *fakeReconciler
-	sfn     *fakeSFN
+	sfn     *sagatest.StepFunctions
 	metrics *metrics.Memory
 	s       *Sweeper
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{now: t0, sfn: &fakeSFN{status: map[string]sfntypes.ExecutionStatus{}}, metrics: metrics.NewMemory()}
-	now := func() time.Time { return r.now }
-	r.inv = &fakeInventory{now: now, byID: map[string]reservation.Reservation{}}
-	r.rec = &fakeReconciler{inv: r.inv, outcomes: map[string]string{}}
+	r := &rig{clock: clock.NewFake(t0), sfn: sagatest.NewStepFunctions(), metrics: metrics.NewMemory()}
+	r.inv = sagatest.NewIndexedStore(r.clock.Now)
+	r.rec = &fakeReconciler{inv: r.inv, now: r.clock.Now, outcomes: map[string]string{}}
 	s, err := New(Deps{Backlog: r.inv, Expirer: r.inv, Reconciler: r.rec, SFN: r.sfn, StateMachineARN: machine,
-		Grace: 2 * time.Minute, Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: r.metrics})
+		Grace: 2 * time.Minute, Now: r.clock.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: r.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.s = s
 	return r
+}
+
+// execution records the reservation's execution with a status.
+func (r *rig) execution(id string, status sfntypes.ExecutionStatus) {
+	r.sfn.PutExecution(execARN(id), "{}", status)
+}
+
+// expired counts the holds the sweeper expired.
+func (r *rig) expired() int {
+	n := 0
+	for _, c := range r.inv.Changes() {
+		if c.Op == sagatest.OpExpire {
+			n++
+		}
+	}
+	return n
 }
 
 // hold adds a reservation whose hold ended ago before t0.
@@ -167,7 +108,7 @@ func (r *rig) hold(id string, ago time.Duration, mut func(*reservation.Reservati
 	if mut != nil {
 		mut(&res)
 	}
-	r.inv.byID[id] = res
+	r.inv.Put(res)
 }
 
 func paying(pi string) func(*reservation.Reservation) {
@@ -199,22 +140,22 @@ func TestSweep(t *testing.T) {
 			wantInventory: reservation.Released, wantPayment: reservation.NotStarted},
 		{name: "execution ended: released", setup: func(r *rig) {
 			r.hold("r1", 5*time.Minute, nil)
-			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusAborted
+			r.execution("r1", sfntypes.ExecutionStatusAborted)
 		}, want: Result{HoldsExamined: 1, Released: 1}, wantInventory: reservation.Released, wantPayment: reservation.NotStarted},
 		{name: "stored execution ARN is used", setup: func(r *rig) {
 			r.hold("r1", 5*time.Minute, func(res *reservation.Reservation) { res.ExecutionARN = "arn:custom" })
-			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning // would be left alone if used
+			r.execution("r1", sfntypes.ExecutionStatusRunning) // would be left alone if used
 		}, want: Result{HoldsExamined: 1, Released: 1}, wantInventory: reservation.Released, wantPayment: reservation.NotStarted},
 		{name: "within the grace period: not listed", setup: func(r *rig) { r.hold("r1", time.Minute, nil) },
 			want: Result{}, wantInventory: reservation.Held, wantPayment: reservation.NotStarted},
 		{name: "saga still running: left to it, counted", setup: func(r *rig) {
 			r.hold("r1", 5*time.Minute, nil)
-			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning
+			r.execution("r1", sfntypes.ExecutionStatusRunning)
 		}, want: Result{HoldsExamined: 1, LeftToSaga: 1, ExpiredHoldsUnreleased: 1, ExpiredHoldOldestAgeSeconds: 300, ReconciliationBacklog: 1},
 			wantInventory: reservation.Held, wantPayment: reservation.NotStarted},
 		{name: "saga running but stuck: released", setup: func(r *rig) {
 			r.hold("r1", 2*time.Hour, nil)
-			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning
+			r.execution("r1", sfntypes.ExecutionStatusRunning)
 		}, want: Result{HoldsExamined: 1, Released: 1}, wantInventory: reservation.Released, wantPayment: reservation.NotStarted},
 		{name: "orphan with a PaymentIntent: reconciled, never released on a guess", setup: func(r *rig) {
 			r.hold("r1", 5*time.Minute, paying("pi_1"))
@@ -252,13 +193,13 @@ func TestSweep(t *testing.T) {
 			wantInventory: reservation.Confirmed, wantPayment: reservation.UnknownNeedsReconciliation},
 		{name: "confirmed and authorized, execution gone: captured", setup: func(r *rig) {
 			r.hold("r1", time.Hour, awaitingCapture(reservation.Authorized, 30*time.Minute))
-			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusAborted
+			r.execution("r1", sfntypes.ExecutionStatusAborted)
 			r.rec.outcomes["r1"] = saga.OutcomePaid
 		}, want: Result{PaymentsExamined: 1, Reconciled: 1, Captured: 1},
 			wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
 		{name: "capture pending, execution failed: finished", setup: func(r *rig) {
 			r.hold("r1", time.Hour, awaitingCapture(reservation.CapturePending, 30*time.Minute))
-			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusFailed
+			r.execution("r1", sfntypes.ExecutionStatusFailed)
 			r.rec.outcomes["r1"] = saga.OutcomePaid
 		}, want: Result{PaymentsExamined: 1, Reconciled: 1, Captured: 1},
 			wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
@@ -268,13 +209,13 @@ func TestSweep(t *testing.T) {
 		}, want: Result{}, wantInventory: reservation.Confirmed, wantPayment: reservation.Authorized},
 		{name: "confirmed and authorized, saga running: left to it, counted", setup: func(r *rig) {
 			r.hold("r1", time.Hour, awaitingCapture(reservation.Authorized, 5*time.Minute))
-			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning
+			r.execution("r1", sfntypes.ExecutionStatusRunning)
 			r.rec.outcomes["r1"] = saga.OutcomePaid
 		}, want: Result{PaymentsExamined: 1, LeftToSaga: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 300, ReconciliationBacklog: 1},
 			wantInventory: reservation.Confirmed, wantPayment: reservation.Authorized},
 		{name: "confirmed and authorized, saga running but stuck: captured", setup: func(r *rig) {
 			r.hold("r1", 3*time.Hour, awaitingCapture(reservation.Authorized, 2*time.Hour))
-			r.sfn.status[execARN("r1")] = sfntypes.ExecutionStatusRunning
+			r.execution("r1", sfntypes.ExecutionStatusRunning)
 			r.rec.outcomes["r1"] = saga.OutcomePaid
 		}, want: Result{PaymentsExamined: 1, Reconciled: 1, Captured: 1},
 			wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
@@ -299,17 +240,15 @@ func TestSweep(t *testing.T) {
 			wantInventory: reservation.Confirmed, wantPayment: reservation.Authorized},
 		{name: "racing a late confirm: the confirm wins, the sweeper changes nothing", setup: func(r *rig) {
 			r.hold("r1", 5*time.Minute, nil)
-			r.inv.beforeExpire = func(f *fakeInventory, id string) {
-				f.mu.Lock()
-				res := f.byID[id]
+			r.inv.BeforeExpire = func(id string) {
+				res, _ := r.inv.Reservation(id)
 				res.Inventory, res.Payment, res.Version = reservation.Confirmed, reservation.Paid, res.Version+1
-				f.byID[id] = res
-				f.mu.Unlock()
+				r.inv.Put(res)
 			}
 		}, want: Result{HoldsExamined: 1, LostRaces: 1}, wantInventory: reservation.Confirmed, wantPayment: reservation.Paid},
 		{name: "step functions unreachable: counted, left for the next run", setup: func(r *rig) {
 			r.hold("r1", 5*time.Minute, nil)
-			r.sfn.err = errors.New("connection refused")
+			r.sfn.FailAll(sagatest.SFNDescribeExecution, errors.New("connection refused"))
 		}, want: Result{HoldsExamined: 1, Errors: 1, ExpiredHoldsUnreleased: 1, ExpiredHoldOldestAgeSeconds: 300, ReconciliationBacklog: 1},
 			wantInventory: reservation.Held, wantPayment: reservation.NotStarted},
 		{name: "reconcile fails: counted, left for the next run", setup: func(r *rig) {
@@ -329,7 +268,7 @@ func TestSweep(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("result\n got %+v\nwant %+v", got, tc.want)
 			}
-			res := r.inv.byID["r1"]
+			res, _ := r.inv.Reservation("r1")
 			if res.Inventory != tc.wantInventory || res.Payment != tc.wantPayment {
 				t.Fatalf("r1 is %s/%s, want %s/%s", res.Inventory, res.Payment, tc.wantInventory, tc.wantPayment)
 			}
@@ -350,7 +289,7 @@ func TestSweep(t *testing.T) {
 
 func TestSweepListingFails(t *testing.T) {
 	r := newRig(t)
-	r.inv.listErr = errors.New("throttled")
+	r.inv.Fail[sagatest.OpExpiredHolds] = errors.New("throttled")
 	if _, err := r.s.Run(context.Background()); err == nil {
 		t.Fatal("no error")
 	}
@@ -370,8 +309,8 @@ func TestSweepIsIdempotent(t *testing.T) {
 	if err != nil || second != (Result{}) {
 		t.Fatalf("second run %+v %v", second, err)
 	}
-	if len(r.inv.expired) != 1 || len(r.rec.calls) != 1 {
-		t.Fatalf("expired %v, reconciled %d", r.inv.expired, len(r.rec.calls))
+	if r.expired() != 1 || len(r.rec.calls) != 1 {
+		t.Fatalf("expired %d, reconciled %d", r.expired(), len(r.rec.calls))
 	}
 }
 

@@ -64,7 +64,7 @@ type DynamoDB interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
-// Dedupe key prefixes in ProcessedEvents (consumer#id, DESIGN.md §3).
+// Dedupe key prefixes in ProcessedEvents (consumer#id, internal/tables/tables.go).
 const (
 	eventKeyPrefix    = "webhook#"
 	callbackKeyPrefix = "webhook-callback#"

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
 )
@@ -19,9 +20,9 @@ func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }
 // claims, lease takeover and TTL attributes.
 func TestDynamoDedupe(t *testing.T) {
 	env := ddbtest.New(t, tables.ProcessedEvents())
-	now := t0
+	clk := clock.NewFake(t0)
 	d := &DynamoDedupe{Client: env.Client, Table: env.Names.Of(tables.ProcessedEventsTable), Retention: 72 * time.Hour,
-		Now: func() time.Time { return now }}
+		Now: clk.Now}
 	ctx := context.Background()
 
 	if seen, err := d.Processed(ctx, "evt_1"); err != nil || seen {
@@ -54,7 +55,7 @@ func TestDynamoDedupe(t *testing.T) {
 		{"claim after the lease ran out", 30 * time.Second, Claimed},
 	}
 	for _, s := range steps {
-		now = now.Add(s.advance)
+		clk.Advance(s.advance)
 		got, err := d.ClaimCallback(ctx, "r1#tok", 30*time.Second)
 		if err != nil || got != s.want {
 			t.Fatalf("%s: %v %v, want %v", s.name, got, err, s.want)
@@ -63,7 +64,7 @@ func TestDynamoDedupe(t *testing.T) {
 	if err := d.CompleteCallback(ctx, "r1#tok", "authorized"); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(time.Hour)
+	clk.Advance(time.Hour)
 	if got, err := d.ClaimCallback(ctx, "r1#tok", 30*time.Second); err != nil || got != AlreadySent {
 		t.Fatalf("after completion: %v %v", got, err)
 	}

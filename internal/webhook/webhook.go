@@ -1,4 +1,4 @@
-// Package webhookhandler is the Stripe webhook Lambda's logic (API Gateway proxy events). A
+// Package webhook is the Stripe webhook Lambda's logic (API Gateway proxy events). A
 // webhook is only a hint: the handler verifies its signature, skips an event it already
 // processed, retrieves the PaymentIntent as the truth, finds the reservation through the
 // PaymentIntent's metadata, and carries out what the settlement decision (reservation.Decide)
@@ -89,15 +89,15 @@ type Handler struct {
 func New(d Deps) (*Handler, error) {
 	switch {
 	case d.Verifier == nil:
-		return nil, errors.New("webhookhandler: Verifier is required")
+		return nil, errors.New("webhook: Verifier is required")
 	case d.Payments == nil:
-		return nil, errors.New("webhookhandler: Payments is required")
+		return nil, errors.New("webhook: Payments is required")
 	case d.Store == nil:
-		return nil, errors.New("webhookhandler: Store is required")
+		return nil, errors.New("webhook: Store is required")
 	case d.Dedupe == nil:
-		return nil, errors.New("webhookhandler: Dedupe is required")
+		return nil, errors.New("webhook: Dedupe is required")
 	case d.SFN == nil:
-		return nil, errors.New("webhookhandler: SFN is required")
+		return nil, errors.New("webhook: SFN is required")
 	}
 	d.Now, d.Logger, d.Metrics = obs.Defaults(d.Now, d.Logger, d.Metrics)
 	if d.CallbackLease <= 0 {
@@ -137,7 +137,7 @@ type Result struct {
 
 // errRetryLater means the delivery should be repeated later (another delivery is sending the
 // callback, or the reservation has not recorded its PaymentIntent yet); nothing is recorded.
-var errRetryLater = errors.New("webhookhandler: retry later")
+var errRetryLater = errors.New("webhook: retry later")
 
 // Handle serves API Gateway proxy events: 200 when processed (or a duplicate), 400 when the
 // signature does not verify (nothing recorded), 503/500 when the provider should redeliver.

@@ -12,13 +12,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -39,62 +40,6 @@ func (fakeVerifier) VerifyWebhook(payload []byte, sig string) (payment.Event, er
 	}
 	return payment.Event{ID: v.ID, Type: v.Type, PaymentIntentID: v.PI, ReservationID: v.Res,
 		APIVersion: v.APIVersion, APIVersionMismatch: v.APIVersion != "" && v.APIVersion != pinnedAPIVersion}, nil
-}
-
-type fakePayments struct {
-	mu   sync.Mutex
-	auth map[string]payment.Authorization
-	err  error
-}
-
-func (f *fakePayments) Retrieve(_ context.Context, id string) (payment.Authorization, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return payment.Authorization{}, f.err
-	}
-	a, ok := f.auth[id]
-	if !ok {
-		return payment.Authorization{}, &payment.Failed{Op: payment.OpRetrieve, HTTPStatus: 404, Code: "resource_missing"}
-	}
-	return a, nil
-}
-
-// fakeStore applies payment updates with the domain's real guarded transitions.
-type fakeStore struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	byID    map[string]reservation.Reservation
-	updates []reservation.PaymentUpdate
-	// raceOnce makes the first UpdatePayment fail as if another writer won.
-	raceOnce bool
-}
-
-func (f *fakeStore) Get(_ context.Context, id string) (reservation.Reservation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.byID[id]
-	if !ok {
-		return r, &reservation.NotFound{ReservationID: id}
-	}
-	return r, nil
-}
-
-func (f *fakeStore) UpdatePayment(_ context.Context, u reservation.PaymentUpdate) (reservation.Reservation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.byID[u.ReservationID]
-	if f.raceOnce {
-		f.raceOnce = false
-		return r, &reservation.StaleVersion{ReservationID: r.ID, Expected: u.Guard.Version, Actual: r.Version + 1}
-	}
-	next, err := r.ApplyUpdate(u, f.now())
-	if err != nil {
-		return r, err
-	}
-	f.updates = append(f.updates, u)
-	f.byID[r.ID] = next
-	return next, nil
 }
 
 // memDedupe is DedupeStore in memory, with the same lease semantics as DynamoDedupe.
@@ -152,72 +97,58 @@ func (m *memDedupe) CompleteCallback(_ context.Context, k, _ string) error {
 	return nil
 }
 
-type fakeSFN struct {
-	mu        sync.Mutex
-	successes []sfn.SendTaskSuccessInput
-	failures  []sfn.SendTaskFailureInput
-	// errs are answered in turn, then nil.
-	errs []error
-}
-
-func (f *fakeSFN) next() error {
-	if len(f.errs) == 0 {
-		return nil
-	}
-	err := f.errs[0]
-	f.errs = f.errs[1:]
-	return err
-}
-
-func (f *fakeSFN) SendTaskSuccess(_ context.Context, in *sfn.SendTaskSuccessInput, _ ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.next(); err != nil {
-		return nil, err
-	}
-	f.successes = append(f.successes, *in)
-	return &sfn.SendTaskSuccessOutput{}, nil
-}
-
-func (f *fakeSFN) SendTaskFailure(_ context.Context, in *sfn.SendTaskFailureInput, _ ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.next(); err != nil {
-		return nil, err
-	}
-	f.failures = append(f.failures, *in)
-	return &sfn.SendTaskFailureOutput{}, nil
-}
-
 type rig struct {
 	h       *Handler
-	now     time.Time
-	store   *fakeStore
-	pay     *fakePayments
+	clock   *clock.Fake
+	store   *sagatest.MemStore
+	pay     *sagatest.Payments
 	dedupe  *memDedupe
-	sfn     *fakeSFN
+	sfn     *sagatest.StepFunctions
 	metrics *metrics.Memory
 }
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
-	r := &rig{now: t0, sfn: &fakeSFN{}, metrics: metrics.NewMemory()}
-	now := func() time.Time { return r.now }
-	r.store = &fakeStore{now: now, byID: map[string]reservation.Reservation{
-		"r1": {ID: "r1", CustomerID: "alice", Inventory: reservation.PaymentPending, Payment: reservation.Authorizing,
-			PaymentIntentID: "pi_1", TaskToken: "tok-1", Version: 3, HoldExpiresAt: t0.Add(5 * time.Minute)},
-	}}
-	r.pay = &fakePayments{auth: map[string]payment.Authorization{
-		"pi_1": {PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateAuthorized, ProviderStatus: "requires_capture"},
-	}}
-	r.dedupe = newMemDedupe(now)
+	r := &rig{clock: clock.NewFake(t0), sfn: sagatest.NewStepFunctions(), pay: sagatest.NewPayments(), metrics: metrics.NewMemory()}
+	r.store = sagatest.NewMemStore(r.clock.Now)
+	r.put(reservation.Reservation{ID: "r1", CustomerID: "alice", Inventory: reservation.PaymentPending, Payment: reservation.Authorizing,
+		PaymentIntentID: "pi_1", TaskToken: "tok-1", Version: 3, HoldExpiresAt: t0.Add(5 * time.Minute)})
+	r.pay.Put(payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateAuthorized, ProviderStatus: "requires_capture"})
+	r.dedupe = newMemDedupe(r.clock.Now)
 	h, err := New(Deps{Verifier: fakeVerifier{}, Payments: r.pay, Store: r.store, Dedupe: r.dedupe, SFN: r.sfn,
-		Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: r.metrics})
+		Now: r.clock.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: r.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.h = h
 	return r
+}
+
+// reservation reads a stored reservation.
+func (r *rig) reservation(id string) reservation.Reservation {
+	res, _ := r.store.Reservation(id)
+	return res
+}
+
+// put stores a reservation as it is (the state some earlier write left).
+func (r *rig) put(res reservation.Reservation) { sagatest.PutReservation(r.store, res) }
+
+// change changes the stored "r1" in place.
+func (r *rig) change(mut func(*reservation.Reservation)) {
+	res := r.reservation("r1")
+	mut(&res)
+	r.put(res)
+}
+
+// updates lists the payment updates the store applied.
+func (r *rig) updates() []sagatest.Change {
+	var out []sagatest.Change
+	for _, c := range r.store.Changes() {
+		if c.Op == sagatest.OpUpdatePayment {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (r *rig) deliver(t *testing.T, id, typ, pi, sig string) events.APIGatewayProxyResponse {
@@ -260,64 +191,62 @@ func TestWebhookOutcomes(t *testing.T) {
 		{name: "authorized: transition and SendTaskSuccess", sig: "ok", pi: "pi_1", wantStatus: 200,
 			wantAction: ActionAuthorized, wantPayment: reservation.Authorized, wantSuccess: 1, wantRecorded: true},
 		{name: "declined: FAILED recorded and PaymentDeclined, the open intent left to compensation's void", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed,
-				ProviderStatus: "requires_payment_method", LastDecline: &payment.Declined{Code: "card_declined"}}
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed,
+				ProviderStatus: "requires_payment_method", LastDecline: &payment.Declined{Code: "card_declined"}})
 		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Failed, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
 		{name: "a cancelled, waiting reservation authorized: recorded, and CustomerCanceled instead of success", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			res := r.store.byID["r1"]
-			res.CustomerCanceled = true
-			r.store.byID["r1"] = res
+			r.change(func(res *reservation.Reservation) { res.CustomerCanceled = true })
 		}, wantStatus: 200, wantAction: ActionCustomerCanceled, wantPayment: reservation.Authorized, wantFailure: saga.ErrCustomerCanceled, wantRecorded: true},
 		{name: "a cancelled, waiting reservation declined: CustomerCanceled", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			res := r.store.byID["r1"]
-			res.CustomerCanceled = true
-			r.store.byID["r1"] = res
-			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed, ProviderStatus: "requires_payment_method"}
+			r.change(func(res *reservation.Reservation) { res.CustomerCanceled = true })
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateFailed, ProviderStatus: "requires_payment_method"})
 		}, wantStatus: 200, wantAction: ActionCustomerCanceled, wantPayment: reservation.Failed, wantFailure: saga.ErrCustomerCanceled, wantRecorded: true},
 		{name: "a cancelled reservation the saga no longer waits for: nothing changes", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			res := r.store.byID["r1"]
-			res.CustomerCanceled, res.Inventory, res.Outcome = true, reservation.Released, reservation.OutcomeReleased
-			r.store.byID["r1"] = res
+			r.change(func(res *reservation.Reservation) {
+				res.CustomerCanceled, res.Inventory, res.Outcome = true, reservation.Released, reservation.OutcomeReleased
+			})
 		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Authorizing, wantRecorded: true},
 		{name: "canceled at the provider: CANCELED and PaymentDeclined", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateCanceled, ProviderStatus: "canceled"}
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateCanceled, ProviderStatus: "canceled"})
 		}, wantStatus: 200, wantAction: ActionDeclined, wantPayment: reservation.Canceled, wantFailure: saga.ErrPaymentDeclined, wantRecorded: true},
 		{name: "still authenticating: nothing to do", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			r.pay.auth["pi_1"] = payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateAuthorizing, ProviderStatus: "requires_action"}
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_1", ReservationID: "r1", State: payment.StateAuthorizing, ProviderStatus: "requires_action"})
 		}, wantStatus: 200, wantAction: ActionIgnored, wantPayment: reservation.Authorizing, wantRecorded: true},
 		{name: "hold expired: the saga reconciles, the webhook changes nothing", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			r.now = t0.Add(5 * time.Minute)
+			r.clock.Set(t0.Add(5 * time.Minute))
 		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Authorizing, wantRecorded: true},
 		{name: "reservation already released", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			res := r.store.byID["r1"]
-			res.Inventory, res.Payment = reservation.Released, reservation.Canceled
-			r.store.byID["r1"] = res
+			r.change(func(res *reservation.Reservation) {
+				res.Inventory, res.Payment = reservation.Released, reservation.Canceled
+			})
 		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Canceled, wantRecorded: true},
 		{name: "another PaymentIntent than the reservation's", sig: "ok", pi: "pi_old", setup: func(r *rig) {
-			r.pay.auth["pi_old"] = payment.Authorization{PaymentIntentID: "pi_old", ReservationID: "r1", State: payment.StateAuthorized}
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_old", ReservationID: "r1", State: payment.StateAuthorized})
 		}, wantStatus: 200, wantAction: ActionStale, wantPayment: reservation.Authorizing, wantRecorded: true},
 		{name: "unknown reservation", sig: "ok", pi: "pi_x", setup: func(r *rig) {
-			r.pay.auth["pi_x"] = payment.Authorization{PaymentIntentID: "pi_x", ReservationID: "r_unknown", State: payment.StateAuthorized}
+			r.pay.Put(payment.Authorization{PaymentIntentID: "pi_x", ReservationID: "r_unknown", State: payment.StateAuthorized})
 		}, wantStatus: 200, wantAction: ActionIgnored, wantPayment: reservation.Authorizing, wantRecorded: true},
 		{name: "unknown PaymentIntent", sig: "ok", pi: "pi_missing", wantStatus: 200, wantAction: ActionIgnored,
 			wantPayment: reservation.Authorizing, wantRecorded: true},
 		{name: "event without a PaymentIntent", sig: "ok", pi: "", wantStatus: 200, wantAction: ActionIgnored,
 			wantPayment: reservation.Authorizing, wantRecorded: true},
 		{name: "provider cannot answer: redeliver", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			r.pay.err = &payment.Uncertain{Op: payment.OpRetrieve, Reason: "timeout"}
+			r.pay.FailAll(sagatest.PayRetrieve, &payment.Uncertain{Op: payment.OpRetrieve, Reason: "timeout"})
 		}, wantStatus: 500, wantPayment: reservation.Authorizing},
 		{name: "PaymentIntent not recorded yet: redeliver later", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			res := r.store.byID["r1"]
-			res.PaymentIntentID, res.TaskToken, res.Payment = "", "", reservation.NotStarted
-			r.store.byID["r1"] = res
+			r.change(func(res *reservation.Reservation) {
+				res.PaymentIntentID, res.TaskToken, res.Payment = "", "", reservation.NotStarted
+			})
 		}, wantStatus: 503, wantPayment: reservation.NotStarted},
-		{name: "a concurrent writer moves first: read again", sig: "ok", pi: "pi_1", setup: func(r *rig) { r.store.raceOnce = true },
+		{name: "a concurrent writer moves first: read again", sig: "ok", pi: "pi_1", setup: func(r *rig) {
+			r.store.Fail[sagatest.OpUpdatePayment] = &reservation.StaleVersion{ReservationID: "r1", Expected: 3, Actual: 4}
+		},
 			wantStatus: 200, wantAction: ActionAuthorized, wantPayment: reservation.Authorized, wantSuccess: 1, wantRecorded: true},
 		{name: "the saga stopped waiting", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			r.sfn.errs = []error{&sfntypes.TaskTimedOut{Message: aws.String("closed")}}
+			r.sfn.FailNext(sagatest.SFNSendTaskSuccess, &sfntypes.TaskTimedOut{Message: aws.String("closed")})
 		}, wantStatus: 200, wantAction: ActionTaskClosed, wantPayment: reservation.Authorized, wantRecorded: true},
 		{name: "step functions down: redeliver", sig: "ok", pi: "pi_1", setup: func(r *rig) {
-			r.sfn.errs = []error{errors.New("connection refused")}
+			r.sfn.FailNext(sagatest.SFNSendTaskSuccess, errors.New("connection refused"))
 		}, wantStatus: 500, wantPayment: reservation.Authorized},
 	}
 	for _, tc := range cases {
@@ -335,37 +264,39 @@ func TestWebhookOutcomes(t *testing.T) {
 					t.Fatalf("action %q, want %q", a, tc.wantAction)
 				}
 			}
-			if got := r.store.byID["r1"].Payment; got != tc.wantPayment {
+			if got := r.reservation("r1").Payment; got != tc.wantPayment {
 				t.Fatalf("payment %s, want %s", got, tc.wantPayment)
 			}
-			if len(r.sfn.successes) != tc.wantSuccess {
-				t.Fatalf("%d SendTaskSuccess, want %d", len(r.sfn.successes), tc.wantSuccess)
+			successes, failures := r.sfn.Successes(), r.sfn.Failures()
+			if len(successes) != tc.wantSuccess {
+				t.Fatalf("%d SendTaskSuccess, want %d", len(successes), tc.wantSuccess)
 			}
-			if tc.wantFailure == "" && len(r.sfn.failures) != 0 || tc.wantFailure != "" &&
-				(len(r.sfn.failures) != 1 || aws.ToString(r.sfn.failures[0].Error) != tc.wantFailure) {
-				t.Fatalf("SendTaskFailure %+v, want %q", r.sfn.failures, tc.wantFailure)
+			if tc.wantFailure == "" && len(failures) != 0 || tc.wantFailure != "" &&
+				(len(failures) != 1 || failures[0].Error != tc.wantFailure) {
+				t.Fatalf("SendTaskFailure %+v, want %q", failures, tc.wantFailure)
 			}
-			for _, u := range r.store.updates {
-				if u.ReleaseSeats {
+			for _, u := range r.updates() {
+				if u.InventoryEvent != "" {
 					t.Fatalf("the webhook released the seats: %+v", u)
 				}
 			}
 			if r.dedupe.processed["evt_1"] != tc.wantRecorded {
 				t.Fatalf("event recorded %v, want %v", r.dedupe.processed["evt_1"], tc.wantRecorded)
 			}
-			for _, s := range r.sfn.successes {
+			for _, s := range successes {
 				var out saga.PaymentOutcome
-				if err := json.Unmarshal([]byte(aws.ToString(s.Output)), &out); err != nil || out.PaymentIntentID != "pi_1" ||
-					out.State != "AUTHORIZED" || out.Version != 4 || aws.ToString(s.TaskToken) != "tok-1" {
-					t.Fatalf("SendTaskSuccess %+v output %s", s, aws.ToString(s.Output))
+				if err := json.Unmarshal([]byte(s.Output), &out); err != nil || out.PaymentIntentID != "pi_1" ||
+					out.State != "AUTHORIZED" || out.Version != 4 || s.TaskToken != "tok-1" {
+					t.Fatalf("SendTaskSuccess %+v output %s", s, s.Output)
 				}
 			}
 		})
 	}
 }
 
-// TestWebhookDeliveredManyTimesOutOfOrder is e2e test 9 at unit level: five deliveries, of
-// the same event and of other events about the same PaymentIntent, in any order, make one
+// TestWebhookDeliveredManyTimesOutOfOrder is internal/twin/e2e's
+// TestWebhookDeliveredFiveTimesOutOfOrderConfirmsOnce at unit level: five deliveries, of the
+// same event and of other events about the same PaymentIntent, in any order, make one
 // transition and one SendTaskSuccess.
 func TestWebhookDeliveredManyTimesOutOfOrder(t *testing.T) {
 	r := newRig(t)
@@ -381,8 +312,8 @@ func TestWebhookDeliveredManyTimesOutOfOrder(t *testing.T) {
 			t.Fatalf("%s: %d %s", d.id, resp.StatusCode, resp.Body)
 		}
 	}
-	if len(r.store.updates) != 1 || len(r.sfn.successes) != 1 || len(r.sfn.failures) != 0 {
-		t.Fatalf("%d transitions, %d successes, %d failures", len(r.store.updates), len(r.sfn.successes), len(r.sfn.failures))
+	if len(r.updates()) != 1 || len(r.sfn.Successes()) != 1 || len(r.sfn.Failures()) != 0 {
+		t.Fatalf("%d transitions, %d successes, %d failures", len(r.updates()), len(r.sfn.Successes()), len(r.sfn.Failures()))
 	}
 	if got := r.metrics.Get("WebhookEvents", metrics.Dim{Name: "action", Value: "duplicate"}); got != 2 {
 		t.Fatalf("%d duplicates counted", got)
@@ -407,8 +338,8 @@ func TestWebhookConcurrentDeliveries(t *testing.T) {
 			t.Fatalf("status %d", s)
 		}
 	}
-	if len(r.store.updates) != 1 || len(r.sfn.successes) != 1 {
-		t.Fatalf("%d transitions, %d successes", len(r.store.updates), len(r.sfn.successes))
+	if len(r.updates()) != 1 || len(r.sfn.Successes()) != 1 {
+		t.Fatalf("%d transitions, %d successes", len(r.updates()), len(r.sfn.Successes()))
 	}
 }
 
@@ -417,14 +348,14 @@ func TestWebhookConcurrentDeliveries(t *testing.T) {
 // the callback exactly once.
 func TestWebhookCrashBeforeCallback(t *testing.T) {
 	r := newRig(t)
-	r.sfn.errs = []error{errors.New("lambda died")}
+	r.sfn.FailNext(sagatest.SFNSendTaskSuccess, errors.New("lambda died"))
 	if resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok"); resp.StatusCode != 500 {
 		t.Fatalf("first: %d", resp.StatusCode)
 	}
 	if resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok"); resp.StatusCode != 503 {
 		t.Fatalf("inside the lease: %d %s", resp.StatusCode, resp.Body)
 	}
-	r.now = r.now.Add(DefaultCallbackLease + time.Second)
+	r.clock.Advance(DefaultCallbackLease + time.Second)
 	resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok")
 	if resp.StatusCode != 200 || action(t, resp) != ActionAuthorized {
 		t.Fatalf("after the lease: %d %s", resp.StatusCode, resp.Body)
@@ -433,8 +364,8 @@ func TestWebhookCrashBeforeCallback(t *testing.T) {
 	if resp.StatusCode != 200 || action(t, resp) != ActionAlreadyReported {
 		t.Fatalf("another event: %d %s", resp.StatusCode, resp.Body)
 	}
-	if len(r.store.updates) != 1 || len(r.sfn.successes) != 1 {
-		t.Fatalf("%d transitions, %d successes", len(r.store.updates), len(r.sfn.successes))
+	if len(r.updates()) != 1 || len(r.sfn.Successes()) != 1 {
+		t.Fatalf("%d transitions, %d successes", len(r.updates()), len(r.sfn.Successes()))
 	}
 }
 
@@ -445,13 +376,11 @@ func TestWebhookNewTaskToken(t *testing.T) {
 	if resp := r.deliver(t, "evt_1", "x", "pi_1", "ok"); action(t, resp) != ActionAuthorized {
 		t.Fatal(resp.Body)
 	}
-	res := r.store.byID["r1"]
-	res.TaskToken = "tok-2"
-	r.store.byID["r1"] = res
+	r.change(func(res *reservation.Reservation) { res.TaskToken = "tok-2" })
 	if resp := r.deliver(t, "evt_2", "x", "pi_1", "ok"); action(t, resp) != ActionAuthorized {
 		t.Fatal(resp.Body)
 	}
-	if len(r.sfn.successes) != 2 || aws.ToString(r.sfn.successes[1].TaskToken) != "tok-2" {
-		t.Fatalf("successes %+v", r.sfn.successes)
+	if successes := r.sfn.Successes(); len(successes) != 2 || successes[1].TaskToken != "tok-2" {
+		t.Fatalf("successes %+v", successes)
 	}
 }

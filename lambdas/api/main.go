@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	h, err := app.LambdaAPI(context.Background())
-	if err != nil {
-		app.ExitColdStart("api", err)
-	}
-	lambda.Start(h.Handle)
+	lambda.Start(app.Lambda(context.Background(), app.FnAPI))
 }

@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	steps, err := app.LambdaSteps(context.Background())
-	if err != nil {
-		app.ExitColdStart("authorize", err)
-	}
-	lambda.Start(steps.AuthorizeHandler)
+	lambda.Start(app.Lambda(context.Background(), app.FnAuthorize))
 }

@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	steps, err := app.LambdaSteps(context.Background())
-	if err != nil {
-		app.ExitColdStart("capture", err)
-	}
-	lambda.Start(steps.CaptureHandler)
+	lambda.Start(app.Lambda(context.Background(), app.FnCapture))
 }

@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	steps, err := app.LambdaSteps(context.Background())
-	if err != nil {
-		app.ExitColdStart("claim", err)
-	}
-	lambda.Start(steps.ClaimHandler)
+	lambda.Start(app.Lambda(context.Background(), app.FnClaim))
 }

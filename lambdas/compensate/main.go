@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	steps, err := app.LambdaSteps(context.Background())
-	if err != nil {
-		app.ExitColdStart("compensate", err)
-	}
-	lambda.Start(steps.CompensateHandler)
+	lambda.Start(app.Lambda(context.Background(), app.FnCompensate))
 }

@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	steps, err := app.LambdaSteps(context.Background())
-	if err != nil {
-		app.ExitColdStart("confirm", err)
-	}
-	lambda.Start(steps.ConfirmHandler)
+	lambda.Start(app.Lambda(context.Background(), app.FnConfirm))
 }

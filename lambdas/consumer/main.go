@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	h, err := app.LambdaConsumer(context.Background())
-	if err != nil {
-		app.ExitColdStart("consumer", err)
-	}
-	lambda.Start(h.Handle)
+	lambda.Start(app.Lambda(context.Background(), app.FnConsumer))
 }

@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	steps, err := app.LambdaSteps(context.Background())
-	if err != nil {
-		app.ExitColdStart("reconcile", err)
-	}
-	lambda.Start(steps.ReconcileHandler)
+	lambda.Start(app.Lambda(context.Background(), app.FnReconcile))
 }

@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	h, err := app.LambdaRelay(context.Background())
-	if err != nil {
-		app.ExitColdStart("relay", err)
-	}
-	lambda.Start(h.Handle)
+	lambda.Start(app.Lambda(context.Background(), app.FnRelay))
 }

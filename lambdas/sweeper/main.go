@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	h, err := app.LambdaSweeper(context.Background())
-	if err != nil {
-		app.ExitColdStart("sweeper", err)
-	}
-	lambda.Start(h.Handle)
+	lambda.Start(app.Lambda(context.Background(), app.FnSweeper))
 }

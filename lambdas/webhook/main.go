@@ -11,9 +11,5 @@ import (
 )
 
 func main() {
-	h, err := app.LambdaWebhook(context.Background())
-	if err != nil {
-		app.ExitColdStart("webhook", err)
-	}
-	lambda.Start(h.Handle)
+	lambda.Start(app.Lambda(context.Background(), app.FnWebhook))
 }

@@ -24,8 +24,9 @@ const MetadataReservationID = "reservation_id"
 // MetadataCorrelationID carries the saga's correlation id.
 const MetadataCorrelationID = "correlation_id"
 
-// Idempotency keys, one per reservation and operation (and per attempt for confirm, cancel
-// and refund). Stripe prunes keys after 24 hours; the saga finishes long before that.
+// Idempotency keys, one per reservation and operation (and per attempt for confirming a
+// payment method, cancel and refund). The confirm key keeps its spelling across the rename of
+// the operation, so a retry after a deploy reuses the key of the call before it. Stripe prunes keys after 24 hours; the saga finishes long before that.
 func authorizeKey(reservationID string) string { return reservationID + ":authorize" }
 func confirmKey(reservationID string, attempt int) string {
 	return reservationID + ":confirm:" + strconv.Itoa(attempt)
@@ -97,8 +98,9 @@ func (a *Adapter) CreateOrReuseAuthorization(ctx context.Context, req payment.Au
 	return a.finish(ctx, payment.OpAuthorize, req.ReservationID, "", key, start, pi, err)
 }
 
-// Confirm implements payment.Provider under the key {reservationId}:confirm:{attempt}.
-func (a *Adapter) Confirm(ctx context.Context, req payment.ConfirmRequest) (payment.Authorization, error) {
+// ConfirmPaymentMethod implements payment.Provider under the key
+// {reservationId}:confirm:{attempt}.
+func (a *Adapter) ConfirmPaymentMethod(ctx context.Context, req payment.ConfirmPaymentMethodRequest) (payment.Authorization, error) {
 	if err := req.Validate(); err != nil {
 		return payment.Authorization{}, err
 	}
@@ -113,7 +115,7 @@ func (a *Adapter) Confirm(ctx context.Context, req payment.ConfirmRequest) (paym
 
 	start := time.Now()
 	pi, err := a.api.PaymentIntents.Confirm(req.PaymentIntentID, params)
-	return a.finish(ctx, payment.OpConfirm, req.ReservationID, req.PaymentIntentID, key, start, pi, err)
+	return a.finish(ctx, payment.OpConfirmPaymentMethod, req.ReservationID, req.PaymentIntentID, key, start, pi, err)
 }
 
 // Retrieve implements payment.Provider. Reads carry no idempotency key.

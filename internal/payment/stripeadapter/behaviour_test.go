@@ -73,12 +73,12 @@ func newSimServerTB(t testing.TB) *simServer {
 }
 
 var simEndpoints = map[payment.Op]stripesim.Endpoint{
-	payment.OpAuthorize: stripesim.EndpointCreateIntent,
-	payment.OpConfirm:   stripesim.EndpointConfirmIntent,
-	payment.OpRetrieve:  stripesim.EndpointRetrieveIntent,
-	payment.OpCapture:   stripesim.EndpointCaptureIntent,
-	payment.OpCancel:    stripesim.EndpointCancelIntent,
-	payment.OpRefund:    stripesim.EndpointCreateRefund,
+	payment.OpAuthorize:            stripesim.EndpointCreateIntent,
+	payment.OpConfirmPaymentMethod: stripesim.EndpointConfirmIntent,
+	payment.OpRetrieve:             stripesim.EndpointRetrieveIntent,
+	payment.OpCapture:              stripesim.EndpointCaptureIntent,
+	payment.OpCancel:               stripesim.EndpointCancelIntent,
+	payment.OpRefund:               stripesim.EndpointCreateRefund,
 
 	payment.OpRetrieveRefund: stripesim.EndpointRetrieveRefund,
 }
@@ -124,7 +124,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 		if auth.State != payment.StateAuthorizing || auth.ProviderStatus != "requires_payment_method" || auth.ReservationID != res {
 			t.Fatalf("new authorization = %+v", auth)
 		}
-		auth, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, PaymentMethod: method, Attempt: attempt})
+		auth, err = p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, PaymentMethod: method, Attempt: attempt})
 		if err != nil {
 			t.Fatalf("confirm with %s: %v", method, err)
 		}
@@ -178,7 +178,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 			{stripesim.PaymentMethodDeclined, "generic_decline", 1},
 			{stripesim.PaymentMethodInsufficientFunds, "insufficient_funds", 2},
 		} {
-			_, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: tc.method, Attempt: tc.attempt})
+			_, err = p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: tc.method, Attempt: tc.attempt})
 			var declined *payment.Declined
 			if !errors.As(err, &declined) || declined.DeclineCode != tc.declineCode || declined.ProviderStatus != "requires_payment_method" {
 				t.Fatalf("confirm with %s: err = %v, want Declined(%s)", tc.method, err, tc.declineCode)
@@ -192,18 +192,18 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 			t.Fatalf("after declines: %+v", truth)
 		}
 		// A retried Lambda of attempt 2 replays the stored decline instead of charging.
-		_, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodInsufficientFunds, Attempt: 2})
+		_, err = p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodInsufficientFunds, Attempt: 2})
 		if !payment.IsDeclined(err) {
 			t.Fatalf("replayed attempt 2: %v, want the stored decline", err)
 		}
 		// Reusing a declined attempt's key with another card is the alf.io #1254 trap: the
 		// provider refuses it, which is why every attempt has its own key.
-		_, err = p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 2})
+		_, err = p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 2})
 		var failed *payment.Failed
 		if !errors.As(err, &failed) || failed.Type != "idempotency_error" {
 			t.Fatalf("attempt 2 with another card: %v, want Failed(idempotency_error)", err)
 		}
-		auth, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 3})
+		auth, err := p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: res, PaymentIntentID: created.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 3})
 		if err != nil || auth.State != payment.StateAuthorized || auth.LastDecline != nil {
 			t.Fatalf("attempt 3 with a good card: %+v, %v", auth, err)
 		}
@@ -588,7 +588,7 @@ func runBehaviour(t *testing.T, newServer func(t *testing.T) serverUnderTest) {
 				return err
 			},
 			"attempt 0": func() error {
-				_, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: "r", PaymentIntentID: "pi", PaymentMethod: "pm"})
+				_, err := p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: "r", PaymentIntentID: "pi", PaymentMethod: "pm"})
 				return err
 			},
 			"capture without intent": func() error {

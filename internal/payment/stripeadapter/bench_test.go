@@ -25,7 +25,7 @@ func BenchmarkAuthorizeConfirmCapture(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 1}); err != nil {
+		if _, err := p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 1}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID}); err != nil {

@@ -244,7 +244,7 @@ func TestClassifyEveryErrorTypeAndCodeFamily(t *testing.T) {
 		for _, r := range rows {
 			name := family + "/" + string(r.errType) + "/" + string(r.code) + "/" + strconv.Itoa(r.status)
 			t.Run(name, func(t *testing.T) {
-				err := stripeadapter.Classify(payment.OpConfirm, "pi_1", &stripe.Error{
+				err := stripeadapter.Classify(payment.OpConfirmPaymentMethod, "pi_1", &stripe.Error{
 					Type: r.errType, Code: r.code, HTTPStatusCode: r.status, Msg: "m", RequestID: "req_1"})
 				var (
 					d *payment.Declined

@@ -73,7 +73,7 @@ func TestContractAgainstStripeMock(t *testing.T) {
 			return err
 		}, "GET", "/v1/payment_intents/" + pi, "", "Bearer sk_test_contract"},
 		{"confirm", func() error {
-			_, err := adapter.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: pi,
+			_, err := adapter.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: res, PaymentIntentID: pi,
 				PaymentMethod: "pm_card_visa", Attempt: 2, ReturnURL: "https://example.test/return"})
 			return err
 		}, "POST", "/v1/payment_intents/" + pi + "/confirm", res + ":confirm:2", "Bearer sk_test_contract"},

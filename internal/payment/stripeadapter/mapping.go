@@ -79,7 +79,7 @@ func ToAuthorization(pi *stripe.PaymentIntent) payment.Authorization {
 	}
 	if e := pi.LastPaymentError; e != nil {
 		auth.LastDecline = &payment.Declined{
-			Op:              payment.OpConfirm,
+			Op:              payment.OpConfirmPaymentMethod,
 			PaymentIntentID: pi.ID,
 			Code:            string(e.Code),
 			DeclineCode:     string(e.DeclineCode),

@@ -264,7 +264,7 @@ func payAndCapture(t *testing.T, p payment.Provider, res string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 1}); err != nil {
+	if _, err := p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodVisa, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: res, PaymentIntentID: auth.PaymentIntentID}); err != nil {
@@ -377,7 +377,7 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Confirm(ctx, payment.ConfirmRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodRefundFail, Attempt: 1}); err != nil {
+		if _, err := p.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID, PaymentMethod: stripesim.PaymentMethodRefundFail, Attempt: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := p.Capture(ctx, payment.CaptureRequest{ReservationID: "res-rf", PaymentIntentID: auth.PaymentIntentID}); err != nil {

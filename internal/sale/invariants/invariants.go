@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Inventory states of seats and reservations (DESIGN.md §2).
+// Inventory states of seats and reservations (internal/reservation/states.go).
 const (
 	Available      = "AVAILABLE"
 	Held           = "HELD"

@@ -1,4 +1,4 @@
-// Package loadgen drives a flash sale through seatsaga's HTTP API as buyers would: each buyer
+// Package load drives a flash sale through seatsaga's HTTP API as buyers would: each buyer
 // POSTs a reservation with its own Idempotency-Key and bearer token, then polls GET until the
 // reservation settles, with bounded concurrency. It records what each buyer saw and when:
 // turned away at admission (4xx before any execution started), rejected by the saga, confirmed,
@@ -69,13 +69,13 @@ type PlanOptions struct {
 // buyers than seats most seats are contested) and pay with a behaviour drawn from Mix.
 func Plan(o PlanOptions) ([]Buyer, error) {
 	if o.Buyers <= 0 || len(o.Seats) == 0 {
-		return nil, errors.New("loadgen: need buyers and seats")
+		return nil, errors.New("load: need buyers and seats")
 	}
 	if o.SeatsPerBuyer <= 0 {
 		o.SeatsPerBuyer = 1
 	}
 	if o.SeatsPerBuyer > len(o.Seats) {
-		return nil, fmt.Errorf("loadgen: %d seats per buyer but only %d seats", o.SeatsPerBuyer, len(o.Seats))
+		return nil, fmt.Errorf("load: %d seats per buyer but only %d seats", o.SeatsPerBuyer, len(o.Seats))
 	}
 	if len(o.Mix) == 0 {
 		o.Mix = Mix{Pays: 1}
@@ -84,7 +84,7 @@ func Plan(o PlanOptions) ([]Buyer, error) {
 	total := 0.0
 	for b, w := range o.Mix {
 		if _, ok := PaymentMethods[b]; !ok {
-			return nil, fmt.Errorf("loadgen: unknown behaviour %q", b)
+			return nil, fmt.Errorf("load: unknown behaviour %q", b)
 		}
 		if w > 0 {
 			behaviours = append(behaviours, b)
@@ -210,7 +210,7 @@ type Run struct {
 // Drive runs every buyer and returns when all have settled, given up, or ctx ended.
 func Drive(ctx context.Context, o Options) (*Run, error) {
 	if o.BaseURL == "" || o.EventID == "" || o.Token == nil {
-		return nil, errors.New("loadgen: BaseURL, EventID and Token are required")
+		return nil, errors.New("load: BaseURL, EventID and Token are required")
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 32

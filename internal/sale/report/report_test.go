@@ -2,12 +2,12 @@ package report
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seatsaga/seatsaga/statemachine"
 )
 
 const miniASL = `{
@@ -71,16 +71,17 @@ func TestGraphCountsEdges(t *testing.T) {
 }
 
 func TestGraphFromTheRealDefinition(t *testing.T) {
-	def, err := os.ReadFile(filepath.Join("..", "..", "..", "statemachine", "reservation.asl.json"))
-	if err != nil {
-		t.Skipf("no state machine yet: %v", err)
-	}
-	g, err := GraphFromASL(def)
+	g, err := GraphFromASL(statemachine.Definition())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(g.Nodes) < 5 || len(g.Edges) < 5 {
 		t.Fatalf("graph too small: %d nodes, %d edges", len(g.Nodes), len(g.Edges))
+	}
+	for _, name := range statemachine.StateNames() {
+		if g.node(name) == nil {
+			t.Errorf("state %q has no node", name)
+		}
 	}
 	var buf bytes.Buffer
 	if err := Write(&buf, Report{Title: "t", Graph: g}); err != nil {

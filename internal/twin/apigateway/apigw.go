@@ -1,4 +1,4 @@
-// Package apigw is an HTTP server that plays Amazon API Gateway (REST API, Lambda proxy
+// Package apigateway is an HTTP server that plays Amazon API Gateway (REST API, Lambda proxy
 // integration) for the local stack: it matches a request to a route, checks the dev bearer
 // token where the route needs one, builds the events.APIGatewayProxyRequest API Gateway would
 // send (path parameters, headers, query string, request context with the authorizer's claims),
@@ -101,14 +101,14 @@ func New(opts Options) *Server {
 func (s *Server) Start(addr string) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("apigw: listen on %s: %w", addr, err)
+		return "", fmt.Errorf("apigateway: listen on %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.mu.Lock()
 	if s.server != nil {
 		s.mu.Unlock()
 		ln.Close()
-		return "", errors.New("apigw: already started")
+		return "", errors.New("apigateway: already started")
 	}
 	s.server = srv
 	s.done = make(chan struct{})
@@ -206,7 +206,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		claims, err := s.opts.Authorizer.Verify(r.Header.Get("Authorization"))
 		if err != nil {
-			s.log.Info("apigw: unauthorized", "requestId", requestID, "route", route.Method+" "+route.Resource, "reason", err.Error())
+			s.log.Info("apigateway: unauthorized", "requestId", requestID, "route", route.Method+" "+route.Resource, "reason", err.Error())
 			writeMessage(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
@@ -238,16 +238,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		var fe *FunctionError
 		if errors.As(err, &fe) {
-			s.log.Warn("apigw: function error", "requestId", requestID, "function", route.Function, "errorType", fe.Type)
+			s.log.Warn("apigateway: function error", "requestId", requestID, "function", route.Function, "errorType", fe.Type)
 		} else {
-			s.log.Warn("apigw: invoke failed", "requestId", requestID, "function", route.Function, "error", err.Error())
+			s.log.Warn("apigateway: invoke failed", "requestId", requestID, "function", route.Function, "error", err.Error())
 		}
 		status = http.StatusBadGateway
 		writeMessage(w, status, "Internal server error")
 	default:
 		status = writeProxyResponse(w, out)
 	}
-	s.log.Debug("apigw: request", "requestId", requestID, "method", r.Method, "path", r.URL.Path,
+	s.log.Debug("apigateway: request", "requestId", requestID, "method", r.Method, "path", r.URL.Path,
 		"function", route.Function, "status", status, "durationMs", time.Since(start).Milliseconds())
 }
 

@@ -33,10 +33,10 @@ type Claims struct {
 
 // Errors a token can fail with.
 var (
-	ErrNoToken      = errors.New("apigw: no bearer token")
-	ErrBadToken     = errors.New("apigw: malformed bearer token")
-	ErrBadSignature = errors.New("apigw: bearer token signature does not match")
-	ErrExpired      = errors.New("apigw: bearer token expired")
+	ErrNoToken      = errors.New("apigateway: no bearer token")
+	ErrBadToken     = errors.New("apigateway: malformed bearer token")
+	ErrBadSignature = errors.New("apigateway: bearer token signature does not match")
+	ErrExpired      = errors.New("apigateway: bearer token expired")
 )
 
 // TokenPrefix marks the local stack's tokens so they are recognisable in logs and curl lines.
@@ -52,13 +52,13 @@ func (a *DevAuthorizer) now() time.Time {
 // Token returns a bearer token for customer valid for ttl.
 func (a *DevAuthorizer) Token(customer string, ttl time.Duration) (string, error) {
 	if customer == "" || strings.ContainsAny(customer, " \t\r\n") {
-		return "", fmt.Errorf("apigw: customer id %q must be non-empty without spaces", customer)
+		return "", fmt.Errorf("apigateway: customer id %q must be non-empty without spaces", customer)
 	}
 	now := a.now()
 	c := Claims{Subject: customer, Issuer: a.issuer(), IssuedAt: now.Unix(), Expires: now.Add(ttl).Unix(), TokenUse: "access"}
 	body, err := json.Marshal(c)
 	if err != nil {
-		return "", fmt.Errorf("apigw: encode claims: %w", err)
+		return "", fmt.Errorf("apigateway: encode claims: %w", err)
 	}
 	payload := base64.RawURLEncoding.EncodeToString(body)
 	return TokenPrefix + payload + "." + a.sign(payload), nil

@@ -99,7 +99,7 @@ func BenchmarkExecutionsLocalStepFunctions(b *testing.B) {
 	script := filepath.Join(moduleRoot(b), "testdata", "asl", "run-local-sfn.mjs")
 	caseFile := filepath.Join(moduleRoot(b), "testdata", "asl", "cases", benchCase+".json")
 	if _, err := os.Stat(module); err != nil {
-		b.Skip("aws-local-stepfunctions is not installed")
+		missingTool(b, "aws-local-stepfunctions is not installed (make tools)")
 	}
 	const n = 500
 	var totalNS float64

@@ -29,10 +29,10 @@ func IsLocalEndpoint(endpoint string) bool { return config.LoopbackEndpoint(endp
 // contention test would otherwise drain; remote endpoints keep the SDK's defaults.
 func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 	if endpoint == "" {
-		return nil, errors.New("ddblocal: empty endpoint")
+		return nil, errors.New("dynamodblocal: empty endpoint")
 	}
 	if _, err := url.ParseRequestURI(endpoint); err != nil {
-		return nil, errors.New("ddblocal: bad endpoint " + endpoint + ": " + err.Error())
+		return nil, errors.New("dynamodblocal: bad endpoint " + endpoint + ": " + err.Error())
 	}
 	local := IsLocalEndpoint(endpoint)
 	opts := dynamodb.Options{

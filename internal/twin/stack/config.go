@@ -1,4 +1,4 @@
-// Package localstack runs the whole of seatsaga in one process, with no AWS account: DynamoDB
+// Package stack runs the whole of seatsaga in one process, with no AWS account: DynamoDB
 // Local (the real one, tables from internal/tables), the payment simulator, the Lambda host
 // serving every handler under its function name, the local Step Functions engine running
 // statemachine/reservation.asl.json, an HTTP server playing API Gateway for the api and webhook
@@ -8,7 +8,7 @@
 // It is the integration point of the project: end-to-end tests, `go run ./infra/local` (up,
 // demo, load, inspect) and the invariant checker all start a Stack.
 //
-//	st, err := localstack.Start(ctx, localstack.Config{Clock: clock.NewFake(t0)})
+//	st, err := stack.Start(ctx, stack.Config{Clock: clock.NewFake(t0)})
 //	if err != nil { ... }
 //	defer st.Close()
 //	seats, _ := st.SeedEvent(ctx, "ev1", 10)
@@ -21,26 +21,27 @@
 package stack
 
 import (
+	"github.com/seatsaga/seatsaga/internal/app"
 	"log/slog"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 )
 
-// Function names under which the Lambda host serves the handlers; the state machine's
-// ${…FunctionArn} substitutions point at them.
+// Function names under which the Lambda host serves the handlers: the product's own names
+// (internal/app), which the state machine's ${…FunctionArn} substitutions point at.
 const (
-	FnClaim      = "claim"
-	FnAuthorize  = "authorize"
-	FnConfirm    = "confirm"
-	FnCapture    = "capture"
-	FnCompensate = "compensate"
-	FnReconcile  = "reconcile"
-	FnAPI        = "api"
-	FnWebhook    = "webhook"
-	FnSweeper    = "sweeper"
-	FnRelay      = "relay"
-	FnConsumer   = "consumer"
+	FnClaim      = app.FnClaim
+	FnAuthorize  = app.FnAuthorize
+	FnConfirm    = app.FnConfirm
+	FnCapture    = app.FnCapture
+	FnCompensate = app.FnCompensate
+	FnReconcile  = app.FnReconcile
+	FnAPI        = app.FnAPI
+	FnWebhook    = app.FnWebhook
+	FnSweeper    = app.FnSweeper
+	FnRelay      = app.FnRelay
+	FnConsumer   = app.FnConsumer
 )
 
 // SagaFunctions are the functions the state machine invokes, in saga order.
@@ -134,7 +135,7 @@ type PaymentsConfig struct {
 	WebhookReorderWindow time.Duration
 	WebhookDelay         time.Duration
 	// RefundDelay is how long a refund stays pending before the provider settles it
-	// (succeeded, or failed for paymentsim.PaymentMethodRefundFail); 0 settles at once.
+	// (succeeded, or failed for stripesim.PaymentMethodRefundFail); 0 settles at once.
 	RefundDelay time.Duration
 	// Seed makes the simulator's ids and random choices reproducible.
 	Seed int64

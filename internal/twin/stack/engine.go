@@ -26,7 +26,7 @@ func (st *Stack) startEngine(ctx context.Context) error {
 	})
 	url, err := srv.Start("127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("localstack: %w", err)
+		return fmt.Errorf("stack: %w", err)
 	}
 	st.sfnServer = srv
 	st.onClose(func() error {
@@ -46,7 +46,7 @@ func (st *Stack) startEngine(ctx context.Context) error {
 		Type:       sfntypes.StateMachineTypeStandard,
 	})
 	if err != nil {
-		return fmt.Errorf("localstack: create state machine from %s: %w", DefinitionPath, err)
+		return fmt.Errorf("stack: create the saga's state machine: %w", err)
 	}
 	st.StateMachineARN = aws.ToString(out.StateMachineArn)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/app"
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/consumer"
+	"github.com/seatsaga/seatsaga/internal/relay"
 )
 
 // LocalStripeKey is the secret key the handlers present to the payment simulator.
@@ -34,48 +35,38 @@ func (st *Stack) appConfig() config.Config {
 	}
 }
 
-// registerHandlers builds every handler as its Lambda main builds it (internal/app), with the
-// local clients, the stack's clock and its metrics, and registers it under its function name.
+// registerHandlers builds every handler as the Lambda mains build theirs (internal/app), with
+// the local clients, the stack's clock and its metrics, and registers each under its function
+// name. The in-memory bus exists only when the relay runs: without one the outbox is left
+// unpublished and the checks skip the bus.
 func (st *Stack) registerHandlers(ctx context.Context) error {
-	st.base = &app.Base{
+	st.Notifications = &consumer.MemorySender{}
+	d := app.Deps{
 		Config:            st.AppConfig,
 		DynamoDB:          st.DynamoDB,
 		SFN:               st.SFN,
 		Payments:          app.StripeProvider(st.AppConfig, LocalStripeKey, st.cfg.PaymentsTimeout, st.log),
+		Sender:            st.Notifications,
+		WebhookSecret:     st.WebhookSecret,
+		WebhookTolerance:  st.cfg.WebhookTolerance,
 		Now:               st.Clock.Now,
 		Logger:            st.log,
 		Metrics:           st.Metrics,
 		ReconcileAttempts: st.cfg.ReconcileAttempts,
 		ReconcileBackoff:  st.cfg.ReconcileBackoff,
 	}
-	steps, err := app.Steps(st.base)
-	if err != nil {
-		return fmt.Errorf("localstack: saga steps: %w", err)
+	if !st.cfg.DisableRelay {
+		st.Bus = relay.NewMemoryBus()
+		st.Bus.Region, st.Bus.AccountID, st.Bus.Now = Region, AccountID, st.Clock.Now
+		d.Bus = st.Bus
 	}
-	st.Steps = steps
-	for name, h := range steps.Handlers() {
+	a, err := app.New(d)
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	st.Steps, st.relay = a.Steps, a.Relay
+	for name, h := range a.Handlers() {
 		st.Lambdas.Register(name, h)
 	}
-
-	webhook, err := app.Webhook(st.base, st.WebhookSecret, st.cfg.WebhookTolerance)
-	if err != nil {
-		return fmt.Errorf("localstack: webhook handler: %w", err)
-	}
-	st.Lambdas.Register(FnWebhook, webhook.Handle)
-
-	apiHandler, err := app.API(st.base)
-	if err != nil {
-		return fmt.Errorf("localstack: api handler: %w", err)
-	}
-	st.Lambdas.Register(FnAPI, apiHandler.Handle)
-
-	sweep, err := app.Sweeper(st.base, steps)
-	if err != nil {
-		return fmt.Errorf("localstack: sweeper: %w", err)
-	}
-	st.Lambdas.Register(FnSweeper, sweep.Handle)
-
-	st.Notifications = &consumer.MemorySender{}
-	st.Lambdas.Register(FnConsumer, app.Consumer(st.base, st.Notifications).Handle)
 	return nil
 }

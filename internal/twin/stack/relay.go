@@ -7,27 +7,20 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/seatsaga/seatsaga/internal/app"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
 // startRelay plays the Outbox table's stream event source mapping: a reader polls DynamoDB
-// Local's stream and hands each batch to the relay, which publishes to the in-memory bus.
+// Local's stream and hands each batch to the relay in process, which publishes to the in-memory
+// bus. The relay function is registered with the others too (registerHandlers), so that it can
+// be invoked (and counted) like any other.
 func (st *Stack) startRelay(ctx context.Context) error {
-	st.Bus = relay.NewMemoryBus()
-	st.Bus.Region, st.Bus.AccountID, st.Bus.Now = Region, AccountID, st.Clock.Now
 	arn, err := relay.StreamARN(ctx, st.DynamoDB, st.Names.Of(tables.OutboxTable))
 	if err != nil {
-		return fmt.Errorf("localstack: %w", err)
+		return fmt.Errorf("stack: %w", err)
 	}
-	if st.relay, err = app.Relay(st.base, st.Bus); err != nil {
-		return fmt.Errorf("localstack: relay: %w", err)
-	}
-	// The stream reader hands batches to the relay in process; the function is registered too,
-	// so that it can be invoked (and counted) like any other.
-	st.Lambdas.Register(FnRelay, st.relay.Handle)
 	reader := &relay.StreamReader{
 		Streams:      relay.NewLocalStreamsClient(st.Endpoints.DynamoDB),
 		StreamARN:    arn,

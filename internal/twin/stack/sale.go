@@ -73,7 +73,7 @@ func (st *Stack) Arm(f FaultPlan) error {
 		timer := time.AfterFunc(at, func() {
 			if st.ctx.Err() == nil {
 				if err := arm(); err != nil {
-					st.log.Warn("localstack: arm fault", "error", err.Error())
+					st.log.Warn("stack: arm fault", "error", err.Error())
 				}
 			}
 		})
@@ -172,7 +172,7 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	})
 	if err != nil {
 		sampler.Stop()
-		return nil, fmt.Errorf("localstack: drive buyers: %w", err)
+		return nil, fmt.Errorf("stack: drive buyers: %w", err)
 	}
 	res.Summary = res.Run.Summarize()
 	settleStart := time.Now()
@@ -208,7 +208,7 @@ func stateTypes(definition []byte) (map[string]string, error) {
 		} `json:"States"`
 	}
 	if err := json.Unmarshal(definition, &def); err != nil {
-		return nil, fmt.Errorf("localstack: read the state machine: %w", err)
+		return nil, fmt.Errorf("stack: read the state machine: %w", err)
 	}
 	out := make(map[string]string, len(def.States))
 	for name, s := range def.States {

@@ -86,13 +86,13 @@ func (st *Stack) SeedEvent(ctx context.Context, eventID string, n int) ([]string
 func (st *Stack) SeedEventPriced(ctx context.Context, eventID string, n int, pricing Pricing) ([]string, error) {
 	store, err := inventory.New(inventory.Config{Client: st.DynamoDB, Names: st.Names, Now: st.Clock.Now, Metrics: st.Metrics, Logger: st.log})
 	if err != nil {
-		return nil, fmt.Errorf("localstack: seed: %w", err)
+		return nil, fmt.Errorf("stack: seed: %w", err)
 	}
 	ids := SeatIDs(n)
 	seats := pricing.Seats(ids)
 	// Validate the whole event before the writers start, so a bad price writes no seat at all.
 	if _, err := inventory.ValidateSeats(eventID, seats); err != nil {
-		return nil, fmt.Errorf("localstack: seed event %s: %w", eventID, err)
+		return nil, fmt.Errorf("stack: seed event %s: %w", eventID, err)
 	}
 	// Seats are independent items; a few writers make a thousand seats quick.
 	const writers = 8
@@ -113,7 +113,7 @@ func (st *Stack) SeedEventPriced(ctx context.Context, eventID string, n int, pri
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("localstack: seed event %s: %w", eventID, err)
+			return nil, fmt.Errorf("stack: seed event %s: %w", eventID, err)
 		}
 	}
 	return ids, nil

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -19,12 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/seatsaga/seatsaga/internal/app"
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/consumer"
 	"github.com/seatsaga/seatsaga/internal/metrics"
-	"github.com/seatsaga/seatsaga/internal/modroot"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/saga"
@@ -34,6 +30,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+	"github.com/seatsaga/seatsaga/statemachine"
 )
 
 // Endpoints are the base URLs of the local services.
@@ -88,10 +85,8 @@ type Stack struct {
 	// Definition is the ASL the engine runs (statemachine/reservation.asl.json).
 	Definition []byte
 
-	cfg Config
-	log *slog.Logger
-	// base is what every handler was built from (internal/app).
-	base   *app.Base
+	cfg    Config
+	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -163,7 +158,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}
 	st.startSweeper()
-	st.log.Info("localstack: up", "api", st.Endpoints.API, "stepFunctions", st.Endpoints.StepFunctions,
+	st.log.Info("stack: up", "api", st.Endpoints.API, "stepFunctions", st.Endpoints.StepFunctions,
 		"lambda", st.Endpoints.Lambda, "dynamodb", st.Endpoints.DynamoDB, "payments", st.Endpoints.Payments,
 		"tablePrefix", st.Names.Prefix)
 	return st, nil
@@ -225,7 +220,7 @@ func (st *Stack) Close() error {
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			errs = append(errs, errors.New("localstack: background loops did not stop within 10s"))
+			errs = append(errs, errors.New("stack: background loops did not stop within 10s"))
 		}
 	})
 	return errors.Join(errs...)
@@ -238,7 +233,7 @@ func (st *Stack) startDynamoDB(ctx context.Context) error {
 	if endpoint == "" {
 		srv, err := dynamodblocal.Start(ctx)
 		if err != nil {
-			return fmt.Errorf("localstack: %w", err)
+			return fmt.Errorf("stack: %w", err)
 		}
 		st.ddb = srv
 		st.onClose(srv.Stop)
@@ -246,10 +241,10 @@ func (st *Stack) startDynamoDB(ctx context.Context) error {
 	}
 	client, err := dynamodblocal.NewClient(ctx, endpoint)
 	if err != nil {
-		return fmt.Errorf("localstack: %w", err)
+		return fmt.Errorf("stack: %w", err)
 	}
 	if err := dynamodblocal.CreateTables(ctx, client, st.Names); err != nil {
-		return fmt.Errorf("localstack: %w", err)
+		return fmt.Errorf("stack: %w", err)
 	}
 	if st.ddb == nil {
 		// A shared DynamoDB outlives the stack: take the tables away with it.
@@ -283,7 +278,7 @@ func (st *Stack) startPayments() error {
 		Logger:           st.log,
 	})
 	if err := st.Payments.Start(st.ctx, "127.0.0.1:0"); err != nil {
-		return fmt.Errorf("localstack: start payment simulator: %w", err)
+		return fmt.Errorf("stack: start payment simulator: %w", err)
 	}
 	st.onClose(func() error { st.Payments.Close(); return nil })
 	st.Endpoints.Payments = st.Payments.URL()
@@ -300,7 +295,7 @@ func (st *Stack) startLambdaHost() error {
 	})
 	url, err := st.Lambdas.Start(st.ctx, "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("localstack: %w", err)
+		return fmt.Errorf("stack: %w", err)
 	}
 	st.onClose(st.Lambdas.Close)
 	st.Endpoints.Lambda = url
@@ -328,7 +323,7 @@ func (st *Stack) startGateway() error {
 	})
 	url, err := st.gateway.Start("127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("localstack: %w", err)
+		return fmt.Errorf("stack: %w", err)
 	}
 	st.onClose(st.gateway.Close)
 	st.Endpoints.API = url
@@ -345,31 +340,23 @@ func FunctionARN(name string) string {
 	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", Region, AccountID, name)
 }
 
-// Substitutions maps the state machine's ${…FunctionArn} placeholders to local function ARNs.
+// Substitutions maps the state machine's step placeholders to local function ARNs.
 func Substitutions() map[string]string {
-	return map[string]string{
-		"ClaimFunctionArn":      FunctionARN(FnClaim),
-		"AuthorizeFunctionArn":  FunctionARN(FnAuthorize),
-		"ConfirmFunctionArn":    FunctionARN(FnConfirm),
-		"CaptureFunctionArn":    FunctionARN(FnCapture),
-		"CompensateFunctionArn": FunctionARN(FnCompensate),
-		"ReconcileFunctionArn":  FunctionARN(FnReconcile),
+	subs := map[string]string{}
+	for _, s := range statemachine.Steps {
+		subs[s.Placeholder] = FunctionARN(s.Name)
 	}
+	return subs
 }
 
-// DefinitionPath is where the state machine lives, relative to the module root.
-const DefinitionPath = "statemachine/reservation.asl.json"
-
+// loadDefinition returns the embedded definition, refusing one with a placeholder no step
+// names (the engine would report it only as a missing substitution).
 func loadDefinition() ([]byte, error) {
-	root, err := modroot.FromWorkingDir()
-	if err != nil {
-		return nil, fmt.Errorf("localstack: find the module root for %s: %w", DefinitionPath, err)
+	def := statemachine.Definition()
+	if err := statemachine.Check(def); err != nil {
+		return nil, fmt.Errorf("stack: %w", err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, DefinitionPath))
-	if err != nil {
-		return nil, fmt.Errorf("localstack: read the state machine: %w", err)
-	}
-	return b, nil
+	return def, nil
 }
 
 func localCredentials() aws.CredentialsProvider {

@@ -55,7 +55,7 @@ func (st *Stack) startSweeper() {
 				defer st.wg.Done()
 				defer l.running.Store(false)
 				if err := st.Sweep(); err != nil && st.ctx.Err() == nil {
-					st.log.Warn("localstack: sweep failed", "error", err.Error())
+					st.log.Warn("stack: sweep failed", "error", err.Error())
 				}
 			}()
 		}

@@ -1,4 +1,4 @@
-// Package sfnlocal serves the Step Functions API (awsJson1.0, X-Amz-Target
+// Package stepfunctions serves the Step Functions API (awsJson1.0, X-Amz-Target
 // AWSStepFunctions.*) over the local ASL interpreter, so that
 // aws-sdk-go-v2/service/sfn works against it with only a base endpoint.
 package stepfunctions
@@ -92,7 +92,7 @@ func (s *Server) Engine() *asl.Engine { return s.engine }
 func (s *Server) Start(addr string) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("sfnlocal: listen %s: %w", addr, err)
+		return "", fmt.Errorf("stepfunctions: listen %s: %w", addr, err)
 	}
 	s.listener = ln
 	s.httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -150,7 +150,7 @@ func (s *Server) StateTransitions(executionARN string) (int64, bool) {
 func (s *Server) WaitExecution(ctx context.Context, executionARN string) error {
 	x, ok := s.Execution(executionARN)
 	if !ok {
-		return fmt.Errorf("sfnlocal: execution %s does not exist", executionARN)
+		return fmt.Errorf("stepfunctions: execution %s does not exist", executionARN)
 	}
 	return x.Wait(ctx)
 }
@@ -205,15 +205,15 @@ func (s *Server) Handler() http.Handler {
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
-				s.log.Error("sfnlocal operation failed", "operation", op, "error", err)
+				s.log.Error("stepfunctions operation failed", "operation", op, "error", err)
 				ae = &apiError{status: http.StatusInternalServerError, code: "InternalFailure", msg: err.Error()}
 			} else {
-				s.log.Debug("sfnlocal operation rejected", "operation", op, "code", ae.code, "message", ae.msg)
+				s.log.Debug("stepfunctions operation rejected", "operation", op, "code", ae.code, "message", ae.msg)
 			}
 			writeError(w, ae)
 			return
 		}
-		s.log.Debug("sfnlocal operation", "operation", op)
+		s.log.Debug("stepfunctions operation", "operation", op)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		_ = json.NewEncoder(w).Encode(out)
 	})

@@ -175,7 +175,7 @@ func (s *Sim) handle(w http.ResponseWriter, r *http.Request, ep Endpoint, params
 	resp := act()
 	body, err := json.Marshal(resp.body)
 	if err != nil {
-		panic(fmt.Sprintf("paymentsim: render response: %v", err))
+		panic(fmt.Sprintf("stripesim: render response: %v", err))
 	}
 	if entry != nil {
 		if resp.save {
@@ -213,7 +213,7 @@ func (s *Sim) finishResponse(w http.ResponseWriter, r *http.Request, faults plan
 func writeJSON(w http.ResponseWriter, status int, body any) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		panic(fmt.Sprintf("paymentsim: render response: %v", err))
+		panic(fmt.Sprintf("stripesim: render response: %v", err))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -490,7 +490,7 @@ func (s *Sim) retrieveRefund(id string, params url.Values) response {
 
 // ErrNotAwaitingAuthentication is returned by Authenticate for a PaymentIntent that is not
 // waiting for the buyer.
-var ErrNotAwaitingAuthentication = errors.New("paymentsim: payment intent is not awaiting authentication")
+var ErrNotAwaitingAuthentication = errors.New("stripesim: payment intent is not awaiting authentication")
 
 // Authenticate plays the buyer finishing (succeed) or failing 3-D Secure on a PaymentIntent
 // in requires_action now, instead of after Options.ThreeDSDelay: demos and end-to-end tests
@@ -500,7 +500,7 @@ func (s *Sim) Authenticate(paymentIntentID string, succeed bool) error {
 	pi := s.intents[paymentIntentID]
 	if pi == nil {
 		s.mu.Unlock()
-		return fmt.Errorf("paymentsim: no such payment intent %q", paymentIntentID)
+		return fmt.Errorf("stripesim: no such payment intent %q", paymentIntentID)
 	}
 	if pi.status != StatusRequiresAction {
 		s.mu.Unlock()

@@ -1,4 +1,4 @@
-// Package paymentsim is a stateful, Stripe-compatible payment simulator: an HTTP server that
+// Package stripesim is a stateful, Stripe-compatible payment simulator: an HTTP server that
 // speaks the part of Stripe's API seatsaga's adapter uses (PaymentIntents with manual
 // capture, refunds), with Stripe's status machine, error bodies and idempotency rules, test
 // payment methods that authorize, decline, demand 3-D Secure, authorize late or refuse their

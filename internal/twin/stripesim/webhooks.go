@@ -154,7 +154,7 @@ func (s *Sim) emit(typ string, obj map[string]any, req requestInfo) {
 	}
 	payload, err := json.MarshalIndent(body, "", "  ")
 	if err != nil {
-		panic(fmt.Sprintf("paymentsim: render event: %v", err))
+		panic(fmt.Sprintf("stripesim: render event: %v", err))
 	}
 	ev.payload = payload
 	s.events = append(s.events, ev)

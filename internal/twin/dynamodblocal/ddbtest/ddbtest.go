@@ -1,5 +1,6 @@
 // Package ddbtest gives tests one DynamoDB Local per test binary and fresh, uniquely prefixed
-// tables per test. It lives apart from ddblocal so that binaries do not link package testing.
+// tables per test. It lives apart from dynamodblocal so that binaries do not link package
+// testing.
 //
 //	func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }
 //

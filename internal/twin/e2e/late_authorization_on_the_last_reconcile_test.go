@@ -10,7 +10,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// M1. A late authorization that lands while the reconcile loop waits before its last attempt:
+// A late authorization that lands while the reconcile loop waits before its last attempt:
 // the last attempt reacquires the seat and the execution captures it and ends Confirmed. The
 // capture bound used to count reconcile attempts, so this execution ended in "Needs
 // reconciliation" with the payment recorded UNKNOWN (capture never tried) and only the

@@ -12,14 +12,14 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// 12 (authorize, the webhook first). The authorize step crashes after creating the
-// PaymentIntent and recording its task token; the payment wait has no Retry (a retried
-// attempt would wait the whole hold again), so the execution goes to reconciliation. Before
-// reconciliation runs, the customer completes 3-D Secure and the webhook records the
-// authorization and answers the dead token. Reconciliation finds it authorized while the hold
-// is live, confirms the seats and hands the capture on: CONFIRMED + PAID, one PaymentIntent,
-// one authorization, one capture, and nobody answered the dead token but the webhook.
-func TestKAuthorizeCrashThenCustomerAuthorizes(t *testing.T) {
+// The authorize step crashes after creating the PaymentIntent and recording its task token;
+// the payment wait has no Retry (a retried attempt would wait the whole hold again), so the
+// execution goes to reconciliation. Before reconciliation runs, the customer completes 3-D
+// Secure and the webhook records the authorization and answers the dead token. Reconciliation
+// finds it authorized while the hold is live, confirms the seats and hands the capture on:
+// CONFIRMED + PAID, one PaymentIntent, one authorization, one capture, and nobody answered the
+// dead token but the webhook.
+func TestAuthorizeCrashThenTheBuyerAuthorizes(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
 	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
@@ -51,7 +51,7 @@ func TestKAuthorizeCrashThenCustomerAuthorizes(t *testing.T) {
 		t.Fatalf("%s %s: %s %v", x.Status, x.Error, x.Cause, x.Path)
 	}
 	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Capture payment", "Confirmed")
-	if got := kTaskFailures(e, arn); len(got) != 1 || got[0] != "Lambda.ServiceException" {
+	if got := taskFailures(e, arn); len(got) != 1 || got[0] != "Lambda.ServiceException" {
 		t.Fatalf("task failures %v, want only the crash", got)
 	}
 	if n := e.Stack.Lambdas.Invocations("authorize"); n != 1 {
@@ -81,8 +81,8 @@ func TestKAuthorizeCrashThenCustomerAuthorizes(t *testing.T) {
 	e.Invariants()
 }
 
-// kTaskFailures lists the errors of the execution's failed task attempts, in order.
-func kTaskFailures(e *Env, arn string) []string {
+// taskFailures lists the errors of the execution's failed task attempts, in order.
+func taskFailures(e *Env, arn string) []string {
 	e.T.Helper()
 	events, err := e.Stack.History(e.Ctx, arn)
 	if err != nil {

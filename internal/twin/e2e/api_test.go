@@ -19,37 +19,37 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// hResponse is an API answer: status, headers and the JSON body decoded loosely.
-type hResponse struct {
+// apiResponse is an API answer: status, headers and the JSON body decoded loosely.
+type apiResponse struct {
 	Status int
 	Header http.Header
 	Body   map[string]any
 	Raw    string
 }
 
-func (r hResponse) str(key string) string {
+func (r apiResponse) str(key string) string {
 	s, _ := r.Body[key].(string)
 	return s
 }
 
-// hCall sends one request through the API Gateway stand-in as customer ("" sends no token;
+// callAPI sends one request through the API Gateway stand-in as customer ("" sends no token;
 // key "" sends no Idempotency-Key header).
-func hCall(e *Env, method, path, customer, key, body string) hResponse {
+func callAPI(e *Env, method, path, customer, key, body string) apiResponse {
 	e.T.Helper()
 	resp, raw := e.send(method, path, customer, key, body)
-	out := hResponse{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+	out := apiResponse{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
 	_ = json.Unmarshal(raw, &out.Body)
 	return out
 }
 
-// hBody renders a create request body.
-func hBody(amount int64, paymentMethod string, seats ...string) string {
+// createBody renders a create request body.
+func createBody(amount int64, paymentMethod string, seats ...string) string {
 	b, _ := json.Marshal(map[string]any{"seatIds": seats, "amount": amount, "currency": "eur", "paymentMethod": paymentMethod})
 	return string(b)
 }
 
-// hExecutions counts the state machine's executions.
-func hExecutions(e *Env) int {
+// countExecutions counts the state machine's executions.
+func countExecutions(e *Env) int {
 	e.T.Helper()
 	n := 0
 	p := sfn.NewListExecutionsPaginator(e.Stack.SFN, &sfn.ListExecutionsInput{StateMachineArn: aws.String(e.Stack.StateMachineARN)})
@@ -63,8 +63,8 @@ func hExecutions(e *Env) int {
 	return n
 }
 
-// hItems counts the items of a table (strongly consistent scan).
-func hItems(e *Env, logical string) int {
+// countItems counts the items of a table (strongly consistent scan).
+func countItems(e *Env, logical string) int {
 	e.T.Helper()
 	out, err := e.Stack.DynamoDB.Scan(e.Ctx, &dynamodb.ScanInput{
 		TableName: aws.String(e.Stack.Names.Of(logical)), Select: ddbtypes.SelectCount, ConsistentRead: aws.Bool(true),
@@ -75,17 +75,17 @@ func hItems(e *Env, logical string) int {
 	return int(out.Count)
 }
 
-// 15. Bad input matrix through the API: the right 4xx, nothing written, no execution started.
-func TestHBadInputMatrix(t *testing.T) {
+// Bad input matrix through the API: the right 4xx, nothing written, no execution started.
+func TestAPIRefusesBadInputAndWritesNothing(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 12)
 	// Alice's buyer never finishes 3-D Secure, so her saga stays waiting for payment while the
 	// bad requests arrive (a card that authorizes at once can move past AUTHORIZING before
 	// WaitingForPayment's poll sees it, and the wait then times out).
-	good := hBody(5000, stripesim.PaymentMethodThreeDSecureAbandoned, seats[0], seats[1])
+	good := createBody(5000, stripesim.PaymentMethodThreeDSecureAbandoned, seats[0], seats[1])
 
 	// Alice's one good reservation, so "someone else's reservation" has something to probe.
-	created := hCall(e, "POST", "/events/ev1/reservations", "alice", "alice-1", good)
+	created := callAPI(e, "POST", "/events/ev1/reservations", "alice", "alice-1", good)
 	if created.Status != http.StatusAccepted {
 		t.Fatalf("good request: %d %s", created.Status, created.Raw)
 	}
@@ -108,7 +108,7 @@ func TestHBadInputMatrix(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	executions, reservations := hExecutions(e), hItems(e, tables.ReservationsTable)
+	executions, reservations := countExecutions(e), countItems(e, tables.ReservationsTable)
 
 	cases := []struct {
 		name       string
@@ -124,13 +124,13 @@ func TestHBadInputMatrix(t *testing.T) {
 		{"malformed JSON", "POST", "/events/ev1/reservations", "bob", "k1", `{"seatIds":["S01"`, 400, "invalid_json"},
 		{"unknown field", "POST", "/events/ev1/reservations", "bob", "k2", `{"seatIds":["S01"],"amount":1,"currency":"eur","paymentMethod":"pm","customerId":"alice"}`, 400, "unknown_field"},
 		{"unknown event", "POST", "/events/nope/reservations", "bob", "k3", good, 404, "event_not_found"},
-		{"unknown seat", "POST", "/events/ev1/reservations", "bob", "k4", hBody(100, "pm_card_visa", "Z99"), 400, "unknown_seat"},
-		{"empty seats", "POST", "/events/ev1/reservations", "bob", "k5", hBody(100, "pm_card_visa"), 400, "no_seats"},
-		{"duplicate seats", "POST", "/events/ev1/reservations", "bob", "k6", hBody(100, "pm_card_visa", seats[2], seats[2]), 400, "duplicate_seat"},
-		{"too many seats", "POST", "/events/ev1/reservations", "bob", "k7", hBody(100, "pm_card_visa", seats[:11]...), 400, "too_many_seats"},
-		{"zero amount", "POST", "/events/ev1/reservations", "bob", "k8", hBody(0, "pm_card_visa", seats[2]), 400, "invalid_amount"},
-		{"one cent for a seat", "POST", "/events/ev1/reservations", "bob", "k10", hBody(1, "pm_card_visa", seats[2]), 409, "price_changed"},
-		{"stale price", "POST", "/events/ev1/reservations", "bob", "k11", hBody(SeatPrice-1, "pm_card_visa", seats[2]), 409, "price_changed"},
+		{"unknown seat", "POST", "/events/ev1/reservations", "bob", "k4", createBody(100, "pm_card_visa", "Z99"), 400, "unknown_seat"},
+		{"empty seats", "POST", "/events/ev1/reservations", "bob", "k5", createBody(100, "pm_card_visa"), 400, "no_seats"},
+		{"duplicate seats", "POST", "/events/ev1/reservations", "bob", "k6", createBody(100, "pm_card_visa", seats[2], seats[2]), 400, "duplicate_seat"},
+		{"too many seats", "POST", "/events/ev1/reservations", "bob", "k7", createBody(100, "pm_card_visa", seats[:11]...), 400, "too_many_seats"},
+		{"zero amount", "POST", "/events/ev1/reservations", "bob", "k8", createBody(0, "pm_card_visa", seats[2]), 400, "invalid_amount"},
+		{"one cent for a seat", "POST", "/events/ev1/reservations", "bob", "k10", createBody(1, "pm_card_visa", seats[2]), 409, "price_changed"},
+		{"stale price", "POST", "/events/ev1/reservations", "bob", "k11", createBody(SeatPrice-1, "pm_card_visa", seats[2]), 409, "price_changed"},
 		{"price in another currency", "POST", "/events/ev1/reservations", "bob", "k12",
 			`{"seatIds":["` + seats[2] + `"],"amount":2500,"currency":"usd","paymentMethod":"pm_card_visa"}`, 409, "price_changed"},
 		{"seat without a price", "POST", "/events/ev1/reservations", "bob", "k13", `{"seatIds":["FREE1"],"paymentMethod":"pm_card_visa"}`, 409, "seat_not_priced"},
@@ -145,7 +145,7 @@ func TestHBadInputMatrix(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := hCall(e, tc.method, tc.path, tc.customer, tc.key, tc.body)
+			resp := callAPI(e, tc.method, tc.path, tc.customer, tc.key, tc.body)
 			if resp.Status != tc.wantStatus || (tc.wantCode != "" && resp.str("code") != tc.wantCode) {
 				t.Fatalf("got %d %s, want %d %s", resp.Status, resp.Raw, tc.wantStatus, tc.wantCode)
 			}
@@ -154,10 +154,10 @@ func TestHBadInputMatrix(t *testing.T) {
 			}
 		})
 	}
-	if n := hExecutions(e); n != executions {
+	if n := countExecutions(e); n != executions {
 		t.Fatalf("%d executions after the bad requests, want %d", n, executions)
 	}
-	if n := hItems(e, tables.ReservationsTable); n != reservations {
+	if n := countItems(e, tables.ReservationsTable); n != reservations {
 		t.Fatalf("%d reservations after the bad requests, want %d", n, reservations)
 	}
 	// Alice's saga goes on meanwhile; every outbox event must be hers.
@@ -177,18 +177,18 @@ func TestHBadInputMatrix(t *testing.T) {
 		t.Fatal("a refused request created a payment")
 	}
 	// Alice still sees her own reservation.
-	if own := hCall(e, "GET", "/reservations/"+aliceID, "alice", "", ""); own.Status != 200 || own.str("reservationId") != aliceID || own.str("status") == "" {
+	if own := callAPI(e, "GET", "/reservations/"+aliceID, "alice", "", ""); own.Status != 200 || own.str("reservationId") != aliceID || own.str("status") == "" {
 		t.Fatalf("owner GET: %d %s", own.Status, own.Raw)
 	}
 }
 
-// 10. The same Idempotency-Key twice: one reservation, one execution; the same key with another
+// The same Idempotency-Key twice: one reservation, one execution; the same key with another
 // body: 409. A replay after the saga finished reports the outcome.
-func TestHIdempotencyKey(t *testing.T) {
+func TestAPIIdempotencyKeyMakesOneReservation(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 4)
-	body := hBody(5000, stripesim.PaymentMethodVisa, seats[0], seats[1])
-	first := hCall(e, "POST", "/events/ev1/reservations", "alice", "order-42", body)
+	body := createBody(5000, stripesim.PaymentMethodVisa, seats[0], seats[1])
+	first := callAPI(e, "POST", "/events/ev1/reservations", "alice", "order-42", body)
 	if first.Status != http.StatusAccepted || first.str("status") != api.StatusPending {
 		t.Fatalf("first: %d %s", first.Status, first.Raw)
 	}
@@ -197,12 +197,12 @@ func TestHIdempotencyKey(t *testing.T) {
 		t.Fatalf("first: id %q location %q", id, first.Header.Get("Location"))
 	}
 	// The client retries, seats in another order: the same reservation.
-	replay := hCall(e, "POST", "/events/ev1/reservations", "alice", "order-42", hBody(5000, stripesim.PaymentMethodVisa, seats[1], seats[0]))
+	replay := callAPI(e, "POST", "/events/ev1/reservations", "alice", "order-42", createBody(5000, stripesim.PaymentMethodVisa, seats[1], seats[0]))
 	if replay.Status != http.StatusAccepted || replay.str("reservationId") != id {
 		t.Fatalf("replay: %d %s", replay.Status, replay.Raw)
 	}
 	// The same key for something else.
-	other := hCall(e, "POST", "/events/ev1/reservations", "alice", "order-42", hBody(2500, stripesim.PaymentMethodVisa, seats[2]))
+	other := callAPI(e, "POST", "/events/ev1/reservations", "alice", "order-42", createBody(2500, stripesim.PaymentMethodVisa, seats[2]))
 	if other.Status != http.StatusConflict || other.str("code") != "idempotency_key_reused" {
 		t.Fatalf("other body: %d %s", other.Status, other.Raw)
 	}
@@ -210,17 +210,17 @@ func TestHIdempotencyKey(t *testing.T) {
 	if x.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s %s: %s (path %v)", x.Status, x.Error, x.Cause, x.Path)
 	}
-	after := hCall(e, "POST", "/events/ev1/reservations", "alice", "order-42", body)
+	after := callAPI(e, "POST", "/events/ev1/reservations", "alice", "order-42", body)
 	if after.Status != http.StatusAccepted || after.str("reservationId") != id || after.str("status") != string(reservation.Confirmed) {
 		t.Fatalf("replay after the saga: %d %s", after.Status, after.Raw)
 	}
-	if other := hCall(e, "POST", "/events/ev1/reservations", "alice", "order-42", hBody(2500, stripesim.PaymentMethodVisa, seats[2])); other.Status != http.StatusConflict {
+	if other := callAPI(e, "POST", "/events/ev1/reservations", "alice", "order-42", createBody(2500, stripesim.PaymentMethodVisa, seats[2])); other.Status != http.StatusConflict {
 		t.Fatalf("other body after the saga: %d %s", other.Status, other.Raw)
 	}
-	if n := hExecutions(e); n != 1 {
+	if n := countExecutions(e); n != 1 {
 		t.Fatalf("%d executions, want 1", n)
 	}
-	if n := hItems(e, tables.ReservationsTable); n != 1 {
+	if n := countItems(e, tables.ReservationsTable); n != 1 {
 		t.Fatalf("%d reservations, want 1", n)
 	}
 	e.ExpectReservation(id, reservation.Confirmed, reservation.Paid)
@@ -233,22 +233,22 @@ func TestHIdempotencyKey(t *testing.T) {
 		t.Fatalf("ledger %+v", l)
 	}
 	// The owner's GET shows the outcome; concurrent retries of a new key start one execution.
-	if got := hCall(e, "GET", "/reservations/"+id, "alice", "", ""); got.Status != 200 || got.str("paymentState") != string(reservation.Paid) {
+	if got := callAPI(e, "GET", "/reservations/"+id, "alice", "", ""); got.Status != 200 || got.str("paymentState") != string(reservation.Paid) {
 		t.Fatalf("GET: %d %s", got.Status, got.Raw)
 	}
-	hConcurrentRetries(e, seats[3])
+	expectConcurrentRetriesStartOneExecution(e, seats[3])
 	e.Invariants()
 }
 
-// hConcurrentRetries sends the same new request five times at once: all get the same
-// reservation, one execution starts.
-func hConcurrentRetries(e *Env, seat string) {
+// expectConcurrentRetriesStartOneExecution sends the same new request five times at once: all
+// get the same reservation, one execution starts.
+func expectConcurrentRetriesStartOneExecution(e *Env, seat string) {
 	e.T.Helper()
-	before := hExecutions(e)
-	results := make(chan hResponse, 5)
+	before := countExecutions(e)
+	results := make(chan apiResponse, 5)
 	for i := 0; i < 5; i++ {
 		go func() {
-			results <- hCall(e, "POST", "/events/ev1/reservations", "carol", "carol-1", hBody(2500, stripesim.PaymentMethodVisa, seat))
+			results <- callAPI(e, "POST", "/events/ev1/reservations", "carol", "carol-1", createBody(2500, stripesim.PaymentMethodVisa, seat))
 		}()
 	}
 	want := api.ReservationID("carol", "carol-1")
@@ -258,7 +258,7 @@ func hConcurrentRetries(e *Env, seat string) {
 			e.T.Fatalf("concurrent retry: %d %s", r.Status, r.Raw)
 		}
 	}
-	if n := hExecutions(e); n != before+1 {
+	if n := countExecutions(e); n != before+1 {
 		e.T.Fatalf("%d executions after concurrent retries, want %d", n, before+1)
 	}
 	x := e.Finish(e.Stack.ExecutionARN(want))
@@ -277,10 +277,10 @@ func countType(types []outbox.Type, t outbox.Type) int {
 	return n
 }
 
-// hPost is a small convenience for tests that only need a reservation id.
-func hPost(e *Env, customer, key string, paymentMethod string, seats ...string) string {
+// postReservation is a small convenience for tests that only need a reservation id.
+func postReservation(e *Env, customer, key string, paymentMethod string, seats ...string) string {
 	e.T.Helper()
-	resp := hCall(e, "POST", "/events/ev1/reservations", customer, key, hBody(2500*int64(len(seats)), paymentMethod, seats...))
+	resp := callAPI(e, "POST", "/events/ev1/reservations", customer, key, createBody(2500*int64(len(seats)), paymentMethod, seats...))
 	if resp.Status != http.StatusAccepted {
 		e.T.Fatalf("POST: %d %s", resp.Status, resp.Raw)
 	}
@@ -290,16 +290,16 @@ func hPost(e *Env, customer, key string, paymentMethod string, seats ...string) 
 // GET shows the owner what the browser needs to finish paying (the client secret while 3-D
 // Secure is pending); DELETE cancels once, repeats harmlessly, and a confirmed reservation
 // cannot be canceled.
-func TestHStatusAndCancel(t *testing.T) {
+func TestAPIStatusShowsThePaymentStepAndCancelIsIdempotent(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
-	id := hPost(e, "alice", "k1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
+	id := postReservation(e, "alice", "k1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	e.WaitingForPayment(id)
 	e.WaitFor("the PaymentIntent to ask for 3-D Secure", e.Deadline(id), func() bool {
 		l, ok := e.Ledger(id)
 		return ok && l.Status == "requires_action"
 	})
-	got := hCall(e, "GET", "/reservations/"+id, "alice", "", "")
+	got := callAPI(e, "GET", "/reservations/"+id, "alice", "", "")
 	if got.Status != 200 || got.str("status") != string(reservation.PaymentPending) || got.str("paymentState") != string(reservation.Authorizing) ||
 		got.str("clientSecret") == "" || got.str("nextAction") == "" || got.str("paymentIntentId") == "" || got.str("holdExpiresAt") == "" {
 		t.Fatalf("GET while paying: %d %s", got.Status, got.Raw)
@@ -307,26 +307,26 @@ func TestHStatusAndCancel(t *testing.T) {
 	if strings.Contains(got.Raw, "taskToken") || strings.Contains(got.Raw, "customerId") {
 		t.Fatalf("GET leaks internals: %s", got.Raw)
 	}
-	del := hCall(e, "DELETE", "/reservations/"+id, "alice", "", "")
+	del := callAPI(e, "DELETE", "/reservations/"+id, "alice", "", "")
 	if del.Status != http.StatusAccepted || del.Body["cancelRequested"] != true {
 		t.Fatalf("DELETE: %d %s", del.Status, del.Raw)
 	}
-	if again := hCall(e, "DELETE", "/reservations/"+id, "alice", "", ""); again.Status != http.StatusAccepted && again.Status != http.StatusOK {
+	if again := callAPI(e, "DELETE", "/reservations/"+id, "alice", "", ""); again.Status != http.StatusAccepted && again.Status != http.StatusOK {
 		t.Fatalf("DELETE again: %d %s", again.Status, again.Raw)
 	}
 	x := e.Finish(e.Stack.ExecutionARN(id))
 	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel", "Canceled by customer")
 	e.ExpectReservation(id, reservation.Released, reservation.Canceled)
-	if after := hCall(e, "DELETE", "/reservations/"+id, "alice", "", ""); after.Status != http.StatusOK || after.str("status") != string(reservation.Released) {
+	if after := callAPI(e, "DELETE", "/reservations/"+id, "alice", "", ""); after.Status != http.StatusOK || after.str("status") != string(reservation.Released) {
 		t.Fatalf("DELETE after release: %d %s", after.Status, after.Raw)
 	}
 
 	// A confirmed reservation cannot be canceled.
-	paid := hPost(e, "bob", "b1", stripesim.PaymentMethodVisa, seats[1])
+	paid := postReservation(e, "bob", "b1", stripesim.PaymentMethodVisa, seats[1])
 	if px := e.Finish(e.Stack.ExecutionARN(paid)); px.Status != "SUCCEEDED" {
 		t.Fatalf("bob's execution %s %s: %s", px.Status, px.Error, px.Cause)
 	}
-	if c := hCall(e, "DELETE", "/reservations/"+paid, "bob", "", ""); c.Status != http.StatusConflict || c.str("code") != "already_confirmed" {
+	if c := callAPI(e, "DELETE", "/reservations/"+paid, "bob", "", ""); c.Status != http.StatusConflict || c.str("code") != "already_confirmed" {
 		t.Fatalf("DELETE confirmed: %d %s", c.Status, c.Raw)
 	}
 	e.ExpectReservation(paid, reservation.Confirmed, reservation.Paid)

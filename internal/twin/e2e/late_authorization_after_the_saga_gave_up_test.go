@@ -13,7 +13,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// M2. A late authorization that lands when nothing waits for it any more: the reconcile loop
+// A late authorization that lands when nothing waits for it any more: the reconcile loop
 // spent its attempts while the payment was processing (seats released, payment UNKNOWN, the
 // execution ended in "Needs reconciliation" with the payment still AUTHORIZING, which keeps it
 // on the reconciliation index), another buyer bought the seat, and then the

@@ -16,7 +16,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// The money issue's interleavings: a customer's cancel that was acknowledged is never charged,
+// Interleavings around the money: a customer's cancel that was acknowledged is never charged,
 // whatever the saga was doing when it arrived; and one failed write never strands a sold seat
 // without its money. Each test reproduces one interleaving the old code got wrong and asserts
 // the DELETE answer, the final reservation and seats, and the provider's ledger.
@@ -64,7 +64,7 @@ func expectCancelNeverCharged(t *testing.T, e *Env, id, eventID, seat string) {
 	e.Invariants()
 }
 
-// 1a. The webhook's SendTaskSuccess closed the wait and Confirm has not run yet.
+// The webhook's SendTaskSuccess closed the wait and Confirm has not run yet.
 func TestCancelAfterTheWebhookClosedTheWaitIsNeverCharged(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
@@ -91,7 +91,7 @@ func TestCancelAfterTheWebhookClosedTheWaitIsNeverCharged(t *testing.T) {
 	}
 }
 
-// 1b. The wait ended in "Reconcile payment" (authorize failed after acting) while the hold is
+// The wait ended in "Reconcile payment" (authorize failed after acting) while the hold is
 // live and the buyer is in 3-D Secure; the customer cancels; then the buyer authenticates.
 func TestCancelDuringReconciliationThenTheBuyerAuthenticatesIsNeverCharged(t *testing.T) {
 	e := New(t, Options{})
@@ -126,7 +126,7 @@ func TestCancelDuringReconciliationThenTheBuyerAuthenticatesIsNeverCharged(t *te
 	}
 }
 
-// 1c. The recorded token is a dead one from a crashed authorize attempt: the cancel's signal
+// The recorded token is a dead one from a crashed authorize attempt: the cancel's signal
 // reaches nobody, and the next attempt must not go on paying.
 func TestCancelWithADeadTokenStopsTheNextAuthorizeAttempt(t *testing.T) {
 	e := New(t, Options{})
@@ -160,7 +160,7 @@ func TestCancelWithADeadTokenStopsTheNextAuthorizeAttempt(t *testing.T) {
 	expectCancelNeverCharged(t, e, in.ReservationID, "ev1", seats[0])
 }
 
-// 1d. The hold lapsed while the payment was processing: seats RELEASED, payment AUTHORIZING.
+// The hold lapsed while the payment was processing: seats RELEASED, payment AUTHORIZING.
 // The customer cancels; then the late authorization lands, and the reacquire policy must not
 // sell the seat back to the customer who cancelled.
 func TestCancelOfALapsedHoldIsNotReacquiredByALateAuthorization(t *testing.T) {
@@ -214,7 +214,7 @@ func releaseOf(params any) bool {
 	return false
 }
 
-// 2. One failed release must not strand a sold seat with no money: the capture-failure
+// One failed release must not strand a sold seat with no money: the capture-failure
 // policy's write fails every time the saga tries; the reservation stays on the sweeper's
 // index (the backlog is not 0), and once DynamoDB accepts the write again the sweeper settles
 // it and every invariant holds.

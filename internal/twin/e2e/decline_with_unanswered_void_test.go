@@ -11,7 +11,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// N1. A declined card whose void (the cancel of the PaymentIntent) does not get a clear
+// A declined card whose void (the cancel of the PaymentIntent) does not get a clear
 // answer. The saga must not guess: the payment goes to UNKNOWN_NEEDS_RECONCILIATION with the
 // seat protected, and only the provider's truth, retrieved by reconciliation, lets the seat
 // go, with the payment recorded CANCELED. At no moment is the payment FAILED while the

@@ -14,13 +14,13 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// iDiedAfterConfirm runs a reservation whose execution dies after Confirm and before Capture:
-// the capture and reconcile functions fail before their handlers run (a Lambda outage) through
-// every retry, so the execution ends in "Needs reconciliation" having captured nothing. The
-// seats are CONFIRMED, the payment AUTHORIZED, no hold is left to expire: only the
+// executionDiesAfterConfirm runs a reservation whose execution dies after Confirm and before
+// Capture: the capture and reconcile functions fail before their handlers run (a Lambda outage)
+// through every retry, so the execution ends in "Needs reconciliation" having captured nothing.
+// The seats are CONFIRMED, the payment AUTHORIZED, no hold is left to expire: only the
 // reconciliation index leads the sweeper there. It returns the reservation as the execution
 // left it.
-func iDiedAfterConfirm(t *testing.T, e *Env, in saga.Input) reservation.Reservation {
+func executionDiesAfterConfirm(t *testing.T, e *Env, in saga.Input) reservation.Reservation {
 	t.Helper()
 	for _, fn := range []string{stack.FnCapture, stack.FnReconcile} {
 		if err := e.Stack.Lambdas.FailBefore(fn, 1000, lambdahost.ServiceException()); err != nil {
@@ -49,9 +49,9 @@ func iDiedAfterConfirm(t *testing.T, e *Env, in saga.Input) reservation.Reservat
 	return listed[0]
 }
 
-// iExpectCapturedOnce checks the end state: seats sold, paid once, announced once, nothing
+// expectCapturedOnce checks the end state: seats sold, paid once, announced once, nothing
 // left for the sweeper, every invariant intact.
-func iExpectCapturedOnce(t *testing.T, e *Env, in saga.Input, seat string) {
+func expectCapturedOnce(t *testing.T, e *Env, in saga.Input, seat string) {
 	t.Helper()
 	e.ExpectReservation(in.ReservationID, reservation.Confirmed, reservation.Paid)
 	e.ExpectSeat("ev1", seat, reservation.Confirmed, in.ReservationID)
@@ -75,14 +75,14 @@ func iExpectCapturedOnce(t *testing.T, e *Env, in saga.Input, seat string) {
 	e.Invariants()
 }
 
-// I1. The execution died after Confirm, before Capture: the sweeper leaves the reservation to
+// The execution died after Confirm, before Capture: the sweeper leaves the reservation to
 // the saga within the grace period, then captures it exactly once with the saga's idempotency
 // key, provider truth first.
-func TestISweeperCapturesAfterExecutionDiedBeforeCapture(t *testing.T) {
+func TestSweeperCapturesOnceAfterTheExecutionDiedBeforeCapture(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
 	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
-	r := iDiedAfterConfirm(t, e, in)
+	r := executionDiesAfterConfirm(t, e, in)
 	grace := e.Stack.AppConfig.SweepGrace
 
 	e.Clock.Set(r.ReconcileSince.Add(grace - time.Second))
@@ -97,17 +97,17 @@ func TestISweeperCapturesAfterExecutionDiedBeforeCapture(t *testing.T) {
 		res.ReconciliationBacklog != 0 || res.UnresolvedPayments != 0 {
 		t.Fatalf("sweep: %+v", res)
 	}
-	iExpectCapturedOnce(t, e, in, seats[0])
+	expectCapturedOnce(t, e, in, seats[0])
 }
 
-// I2. The same, found late: the authorization is a day from lapsing and the provider cannot
+// The same, found late: the authorization is a day from lapsing and the provider cannot
 // answer at the first sweep. The sweeper counts it near its capture deadline, records the
 // payment as unknown (seats kept) and captures it once the provider answers again.
-func TestISweeperCountsAuthorizationNearCaptureDeadline(t *testing.T) {
+func TestSweeperCountsAnAuthorizationNearItsCaptureDeadline(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
 	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
-	r := iDiedAfterConfirm(t, e, in)
+	r := executionDiesAfterConfirm(t, e, in)
 	if r.CaptureBefore.IsZero() {
 		t.Fatalf("no capture deadline recorded: %+v", r)
 	}
@@ -130,14 +130,14 @@ func TestISweeperCountsAuthorizationNearCaptureDeadline(t *testing.T) {
 	if res.PaymentsExamined != 1 || res.Reconciled != 1 || res.ReconciliationBacklog != 0 || res.AuthorizationsNearCaptureDeadline != 0 {
 		t.Fatalf("sweep with the provider back: %+v", res)
 	}
-	iExpectCapturedOnce(t, e, in, seats[0])
+	expectCapturedOnce(t, e, in, seats[0])
 }
 
-// I3. The execution is alive but stuck in the capture step's retries (the capture function
+// The execution is alive but stuck in the capture step's retries (the capture function
 // keeps failing before its handler runs). The sweeper leaves it to the saga until it counts as
 // stuck, then captures; when the capture function recovers, the saga's own retry finds the
 // payment captured and succeeds without a second capture.
-func TestISweeperCapturesForAStuckExecutionOnce(t *testing.T) {
+func TestSweeperCapturesOnceForAStuckExecution(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
 	if err := e.Stack.Lambdas.FailBefore(stack.FnCapture, 1000, lambdahost.ServiceException()); err != nil {
@@ -180,5 +180,5 @@ func TestISweeperCapturesForAStuckExecutionOnce(t *testing.T) {
 	if e.Stack.Lambdas.Invocations(stack.FnCapture) < 1 {
 		t.Fatal("the saga's capture step never ran after the sweeper captured")
 	}
-	iExpectCapturedOnce(t, e, in, seats[0])
+	expectCapturedOnce(t, e, in, seats[0])
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// attackCancel sends DELETE and requires an acknowledged, recorded cancel.
-func attackCancel(t *testing.T, e *Env, customer, id string) cancelAnswer {
+// cancelAndExpectAcknowledged sends DELETE and requires an acknowledged, recorded cancel.
+func cancelAndExpectAcknowledged(t *testing.T, e *Env, customer, id string) cancelAnswer {
 	t.Helper()
 	status, body := e.Cancel(customer, id)
 	var a cancelAnswer
@@ -35,8 +35,8 @@ func attackCancel(t *testing.T, e *Env, customer, id string) cancelAnswer {
 	return a
 }
 
-// running reports whether the execution still runs.
-func attackRunning(e *Env, arn string) bool {
+// executionRunning reports whether the execution still runs.
+func executionRunning(e *Env, arn string) bool {
 	d, err := e.Stack.SFN.DescribeExecution(e.Ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
 	return err == nil && d.Status == sfntypes.ExecutionStatusRunning
 }
@@ -54,7 +54,7 @@ func countOutbox(e *Env, id string, ty outbox.Type) int {
 
 // A cancel recorded while the seats are HELD and the authorize step has not run yet: no
 // PaymentIntent is ever created, the seat goes back at once, the saga ends canceled.
-func TestAttackCustomerCancelWhileHeldBeforeAuthorizeCreatesNoPayment(t *testing.T) {
+func TestCancelWhileHeldBeforeAuthorizeCreatesNoPayment(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 1)
 	open, waiting := e.Gate("authorize")
@@ -63,7 +63,7 @@ func TestAttackCustomerCancelWhileHeldBeforeAuthorizeCreatesNoPayment(t *testing
 	e.WaitFor("authorize to be invoked", e.Clock.Now(), func() bool { return waiting() == 1 })
 	e.ExpectReservation(in.ReservationID, reservation.Held, reservation.NotStarted)
 
-	a := attackCancel(t, e, in.CustomerID, in.ReservationID)
+	a := cancelAndExpectAcknowledged(t, e, in.CustomerID, in.ReservationID)
 	if a.Money != api.MoneyNone {
 		t.Fatalf("money %q for a hold with no payment, want none", a.Money)
 	}
@@ -84,7 +84,7 @@ func TestAttackCustomerCancelWhileHeldBeforeAuthorizeCreatesNoPayment(t *testing
 
 // Many DELETEs racing each other and two POST retries of the same request while the saga
 // waits for the payment: one cancel record, one execution, one PaymentIntent, voided.
-func TestAttackCustomerCancelRepeatedConcurrentlyWithPostRetries(t *testing.T) {
+func TestCancelRepeatedConcurrentlyWithPostRetriesIsRecordedOnce(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 1)
 	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
@@ -114,7 +114,7 @@ func TestAttackCustomerCancelRepeatedConcurrentlyWithPostRetries(t *testing.T) {
 	}
 	if !e.Reservation(in.ReservationID).CustomerCanceled {
 		// Every DELETE may have lost the race to the others' writes (503); one more settles it.
-		attackCancel(t, e, in.CustomerID, in.ReservationID)
+		cancelAndExpectAcknowledged(t, e, in.CustomerID, in.ReservationID)
 	}
 	x := e.Finish(arn)
 	if got := x.Path[len(x.Path)-1]; got != "Canceled by customer" {
@@ -138,7 +138,7 @@ func TestAttackCustomerCancelRepeatedConcurrentlyWithPostRetries(t *testing.T) {
 // seat goes back at once and another buyer buys it; then the provider authorizes the first
 // customer's payment after the saga gave up. The webhook changes nothing, the sweeper voids
 // it; the seat is sold once, the first customer is never charged.
-func TestAttackCustomerCancelWhileProcessingThenLateAuthorizationAfterResale(t *testing.T) {
+func TestCancelWhileProcessingThenALateAuthorizationAfterResaleIsVoided(t *testing.T) {
 	e := New(t, Options{ReconcileAttempts: 2, Payments: stack.PaymentsConfig{LateAuthorizationDelay: 5 * time.Minute}})
 	seats := e.Seed("ev1", 1)
 	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodAuthorizeLate, seats[0])
@@ -148,8 +148,8 @@ func TestAttackCustomerCancelWhileProcessingThenLateAuthorizationAfterResale(t *
 		t.Fatalf("ledger %+v; want the payment processing", l)
 	}
 	start := e.Clock.Now()
-	attackCancel(t, e, in.CustomerID, in.ReservationID)
-	e.WaitFor("the saga to give up on the processing payment", start.Add(4*time.Minute), func() bool { return !attackRunning(e, arn) })
+	cancelAndExpectAcknowledged(t, e, in.CustomerID, in.ReservationID)
+	e.WaitFor("the saga to give up on the processing payment", start.Add(4*time.Minute), func() bool { return !executionRunning(e, arn) })
 	r := e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Authorizing)
 	if !r.Unsettled() {
 		t.Fatal("released seats with a payment still processing are off the reconciliation index")
@@ -187,14 +187,14 @@ func TestAttackCustomerCancelWhileProcessingThenLateAuthorizationAfterResale(t *
 // The customer cancels while the buyer is in 3-D Secure and every void's response is lost
 // (the provider cancels, the answer never arrives): the saga retries with the same key and
 // ends canceled; the buyer's authentication after the void changes nothing.
-func TestAttackCustomerCancelWithVoidResponsesLostIsNeverCharged(t *testing.T) {
+func TestCancelWithVoidResponsesLostIsNeverCharged(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 1)
 	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 	r := e.WaitingForPayment(in.ReservationID)
 	e.Stack.Payments.LoseResponseNext(stripesim.EndpointCancelIntent, 2)
-	attackCancel(t, e, in.CustomerID, in.ReservationID)
+	cancelAndExpectAcknowledged(t, e, in.CustomerID, in.ReservationID)
 	x := e.Finish(arn)
 	if err := e.Stack.Payments.Authenticate(r.PaymentIntentID, true); err == nil {
 		if l, _ := e.Ledger(in.ReservationID); l.Authorized != 0 {
@@ -216,14 +216,14 @@ func TestAttackCustomerCancelWithVoidResponsesLostIsNeverCharged(t *testing.T) {
 // endpoint is down), and meanwhile the buyer completes 3-D Secure: money is held for a
 // cancelled reservation. The saga gives up into the backlog; once the provider is back, the
 // sweeper voids the authorization and gives the seat back.
-func TestAttackCustomerCancelWhileVoidsFailAndBuyerAuthenticatesIsSweptVoided(t *testing.T) {
+func TestCancelWhileVoidsFailAndTheBuyerAuthenticatesIsSweptVoided(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 1)
 	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 	r := e.WaitingForPayment(in.ReservationID)
 	e.Stack.Payments.InjectFault(stripesim.EndpointCancelIntent, stripesim.Fault{Kind: stripesim.FaultFailBeforeActing, Times: -1})
-	attackCancel(t, e, in.CustomerID, in.ReservationID)
+	cancelAndExpectAcknowledged(t, e, in.CustomerID, in.ReservationID)
 	if err := e.Stack.Payments.Authenticate(r.PaymentIntentID, true); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestAttackCustomerCancelWhileVoidsFailAndBuyerAuthenticatesIsSweptVoided(t 
 // Webhooks duplicated, reordered and delayed past the hold: the buyer authenticates, the
 // customer cancels before any webhook arrives; the saga voids; the late webhooks, each
 // delivered twice, change nothing.
-func TestAttackCustomerCancelThenDelayedDuplicatedWebhooksChangeNothing(t *testing.T) {
+func TestCancelThenDelayedDuplicatedWebhooksChangeNothing(t *testing.T) {
 	e := New(t, Options{Payments: stack.PaymentsConfig{WebhookDuplicateRate: 1, WebhookReorder: true,
 		WebhookReorderWindow: 30 * time.Second, WebhookDelay: Hold + time.Minute}})
 	seats := e.Seed("ev1", 1)
@@ -261,14 +261,14 @@ func TestAttackCustomerCancelThenDelayedDuplicatedWebhooksChangeNothing(t *testi
 	if err := e.Stack.Payments.Authenticate(r.PaymentIntentID, true); err != nil {
 		t.Fatal(err)
 	}
-	attackCancel(t, e, in.CustomerID, in.ReservationID)
+	cancelAndExpectAcknowledged(t, e, in.CustomerID, in.ReservationID)
 	x := e.Finish(arn)
 	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel", "Canceled by customer")
 	settled := e.Reservation(in.ReservationID)
 	e.Clock.Advance(Hold + 2*time.Minute)
 	e.WaitFor("the delayed webhooks", time.Time{}, func() bool { return e.Stack.Payments.PendingWebhooks() == 0 })
 	if n := len(e.Stack.Payments.Deliveries()); n < 2 {
-		t.Fatalf("%d webhook deliveries; the attack needs the late duplicates", n)
+		t.Fatalf("%d webhook deliveries; the test needs the late duplicates", n)
 	}
 	if after := e.Reservation(in.ReservationID); after.Version != settled.Version {
 		t.Fatalf("late webhooks moved the settled reservation: %d -> %d (%s/%s)", settled.Version, after.Version, after.Inventory, after.Payment)
@@ -282,14 +282,14 @@ func TestAttackCustomerCancelThenDelayedDuplicatedWebhooksChangeNothing(t *testi
 // The compensation after a cancel is stuck (held by a gate) long past the hold; the sweeper
 // settles the reservation meanwhile; then the compensation runs and finds it done: one void,
 // seat released once.
-func TestAttackCustomerCancelStuckCompensationRacesTheSweeper(t *testing.T) {
+func TestCancelWithAStuckCompensationRacingTheSweeperVoidsOnce(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 1)
 	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	arn := e.Reserve(in)
 	e.WaitingForPayment(in.ReservationID)
 	open, waiting := e.Gate("compensate")
-	attackCancel(t, e, in.CustomerID, in.ReservationID)
+	cancelAndExpectAcknowledged(t, e, in.CustomerID, in.ReservationID)
 	e.WaitFor("the compensation to be invoked", e.Clock.Now(), func() bool { return waiting() == 1 })
 	e.Clock.Advance(Hold + 2*time.Hour)
 	res := e.Sweep()

@@ -17,9 +17,9 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// hDeliver posts a webhook payload to the API's webhook route, signed now on the stack's
+// deliverWebhook posts a webhook payload to the API's webhook route, signed now on the stack's
 // clock as Stripe signs it, and returns the HTTP status.
-func hDeliver(e *Env, payload []byte) int {
+func deliverWebhook(e *Env, payload []byte) int {
 	e.T.Helper()
 	req, err := http.NewRequestWithContext(e.Ctx, "POST", e.Stack.Endpoints.API+"/webhooks/stripe", bytes.NewReader(payload))
 	if err != nil {
@@ -35,14 +35,14 @@ func hDeliver(e *Env, payload []byte) int {
 	return resp.StatusCode
 }
 
-// 9. A webhook delivered 5 times and out of order: one transition, one SendTaskSuccess, and
+// A webhook delivered 5 times and out of order: one transition, one SendTaskSuccess, and
 // the saga confirms. The simulator's own deliveries are withheld so the test controls every
 // one of them.
-func TestHWebhookDeliveredFiveTimesOutOfOrder(t *testing.T) {
+func TestWebhookDeliveredFiveTimesOutOfOrderConfirmsOnce(t *testing.T) {
 	e := New(t, Options{})
 	e.Stack.Payments.SetWebhook(stripesim.WebhookConfig{}) // keep events, deliver none
 	seats := e.Seed("ev1", 2)
-	id := hPost(e, "alice", "k1", stripesim.PaymentMethodVisa, seats[0])
+	id := postReservation(e, "alice", "k1", stripesim.PaymentMethodVisa, seats[0])
 	r := e.WaitingForPayment(id)
 	e.WaitFor("the PaymentIntent to be authorized", e.Deadline(id), func() bool {
 		l, ok := e.Ledger(id)
@@ -70,12 +70,12 @@ func TestHWebhookDeliveredFiveTimesOutOfOrder(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			statuses[i] = hDeliver(e, deliveries[i])
+			statuses[i] = deliverWebhook(e, deliveries[i])
 		}(i)
 	}
 	wg.Wait()
 	for i := 2; i < len(deliveries); i++ {
-		statuses[i] = hDeliver(e, deliveries[i])
+		statuses[i] = deliverWebhook(e, deliveries[i])
 	}
 	// A delivery told to come back (503: another one was reporting) is redelivered, as Stripe
 	// would.
@@ -85,7 +85,7 @@ func TestHWebhookDeliveredFiveTimesOutOfOrder(t *testing.T) {
 				t.Fatalf("delivery %d: status %d", i, st)
 			}
 			time.Sleep(50 * time.Millisecond)
-			st = hDeliver(e, deliveries[i])
+			st = deliverWebhook(e, deliveries[i])
 		}
 		if st != http.StatusOK {
 			t.Fatalf("delivery %d never acknowledged", i)
@@ -130,7 +130,7 @@ func TestHWebhookDeliveredFiveTimesOutOfOrder(t *testing.T) {
 
 	// Delivering everything again once the saga is done changes nothing.
 	for _, p := range payloads {
-		if st := hDeliver(e, p); st != http.StatusOK {
+		if st := deliverWebhook(e, p); st != http.StatusOK {
 			t.Fatalf("late redelivery: %d", st)
 		}
 	}

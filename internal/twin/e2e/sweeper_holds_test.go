@@ -1,48 +1,29 @@
 package e2e
 
 import (
-	"encoding/json"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
-	"github.com/seatsaga/seatsaga/internal/twin/stack"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// hSweep invokes the sweeper function once, as the schedule does, and returns its result.
-func hSweep(e *Env) sweeper.Result {
-	e.T.Helper()
-	out, err := e.Stack.Lambda.Invoke(e.Ctx, &lambda.InvokeInput{FunctionName: aws.String(stack.FnSweeper), Payload: []byte(`{}`)})
-	if err != nil {
-		e.T.Fatalf("invoke the sweeper: %v", err)
-	}
-	if out.FunctionError != nil {
-		e.T.Fatalf("sweeper failed: %s", out.Payload)
-	}
-	var res sweeper.Result
-	if err := json.Unmarshal(out.Payload, &res); err != nil {
-		e.T.Fatalf("sweeper result %s: %v", out.Payload, err)
-	}
-	return res
-}
-
-// 13a. An orphaned hold whose execution was stopped while waiting for a payment the buyer never
+// An orphaned hold whose execution was stopped while waiting for a payment the buyer never
 // finished: the sweeper leaves it alone within the grace period, then voids the PaymentIntent
 // (provider truth first) and releases the seat; the next buyer can claim it.
-func TestHSweeperReleasesOrphanedHold(t *testing.T) {
+func TestSweeperVoidsAndReleasesAHoldWhoseExecutionStopped(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
-	id := hPost(e, "alice", "k1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
+	id := postReservation(e, "alice", "k1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
 	r := e.WaitingForPayment(id)
 	if _, err := e.Stack.SFN.StopExecution(e.Ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(e.Stack.ExecutionARN(id)),
 		Error: aws.String("OperatorStopped"), Cause: aws.String("test: the execution is gone")}); err != nil {
@@ -55,13 +36,13 @@ func TestHSweeperReleasesOrphanedHold(t *testing.T) {
 
 	// Past the deadline but within the grace period: not the sweeper's yet.
 	e.Clock.Set(r.HoldExpiresAt.Add(time.Minute))
-	if res := hSweep(e); res.HoldsExamined != 0 || res.Released+res.Reconciled != 0 {
+	if res := e.Sweep(); res.HoldsExamined != 0 || res.Released+res.Reconciled != 0 {
 		t.Fatalf("sweep within grace: %+v", res)
 	}
 	e.ExpectReservation(id, reservation.PaymentPending, reservation.Authorizing)
 
 	e.Clock.Set(r.HoldExpiresAt.Add(config.DefaultSweepGrace + time.Second))
-	res := hSweep(e)
+	res := e.Sweep()
 	if res.HoldsExamined != 1 || res.Reconciled != 1 || res.Errors != 0 || res.ReconciliationBacklog != 0 {
 		t.Fatalf("sweep: %+v", res)
 	}
@@ -75,11 +56,11 @@ func TestHSweeperReleasesOrphanedHold(t *testing.T) {
 	if l, ok := e.Ledger(id); !ok || l.Status != "canceled" || l.Captured != 0 {
 		t.Fatalf("ledger %+v", l)
 	}
-	if again := hSweep(e); again.HoldsExamined+again.PaymentsExamined != 0 || again.ReconciliationBacklog != 0 {
+	if again := e.Sweep(); again.HoldsExamined+again.PaymentsExamined != 0 || again.ReconciliationBacklog != 0 {
 		t.Fatalf("second sweep: %+v", again)
 	}
 	// The seat is free for the next buyer.
-	next := hCall(e, "POST", "/events/ev1/reservations", "bob", "b1", hBody(2500, stripesim.PaymentMethodVisa, seats[0]))
+	next := callAPI(e, "POST", "/events/ev1/reservations", "bob", "b1", createBody(2500, stripesim.PaymentMethodVisa, seats[0]))
 	if next.Status != http.StatusAccepted {
 		t.Fatalf("next buyer: %d %s", next.Status, next.Raw)
 	}
@@ -91,9 +72,9 @@ func TestHSweeperReleasesOrphanedHold(t *testing.T) {
 	e.Invariants()
 }
 
-// 13b. A hold written by a Claim whose execution never got further (no payment started, no
+// A hold written by a Claim whose execution never got further (no payment started, no
 // execution at all): released by the sweeper, once.
-func TestHSweeperReleasesHoldWithoutExecution(t *testing.T) {
+func TestSweeperReleasesAHoldWithoutAnExecution(t *testing.T) {
 	e := New(t, Options{})
 	seats := e.Seed("ev1", 2)
 	res, err := e.Store.Claim(e.Ctx, reservation.ClaimRequest{ReservationID: "r_orphan", CustomerID: "alice", EventID: "ev1",
@@ -102,7 +83,7 @@ func TestHSweeperReleasesHoldWithoutExecution(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Clock.Set(res.HoldExpiresAt.Add(config.DefaultSweepGrace + time.Second))
-	sweep := hSweep(e)
+	sweep := e.Sweep()
 	if sweep.Released != 1 || sweep.ReconciliationBacklog != 0 {
 		t.Fatalf("sweep: %+v", sweep)
 	}
@@ -114,15 +95,15 @@ func TestHSweeperReleasesHoldWithoutExecution(t *testing.T) {
 	}
 }
 
-// 13c. The sweeper racing the saga: the buyer's authorization landed but its webhook never
+// The sweeper racing the saga: the buyer's authorization landed but its webhook never
 // came, and the execution is still running long past the deadline (stuck, as far as the
 // sweeper can tell). The saga's own reconcile and the sweeper settle the late success at the
 // same time; exactly one of them reacquires and captures, never a release and a confirmation.
-func TestHSweeperRacingTheSaga(t *testing.T) {
+func TestSweeperRacingTheSagaSettlesALateSuccessOnce(t *testing.T) {
 	e := New(t, Options{})
 	e.Stack.Payments.SetWebhook(stripesim.WebhookConfig{}) // the authorization is never reported
 	seats := e.Seed("ev1", 1)
-	id := hPost(e, "alice", "k1", stripesim.PaymentMethodVisa, seats[0])
+	id := postReservation(e, "alice", "k1", stripesim.PaymentMethodVisa, seats[0])
 	r := e.WaitingForPayment(id)
 	e.WaitFor("the PaymentIntent to be authorized", e.Deadline(id), func() bool {
 		l, ok := e.Ledger(id)
@@ -140,12 +121,20 @@ func TestHSweeperRacingTheSaga(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sweep = hSweep(e)
+		sweep = e.Sweep()
 	}()
 	wg.Wait()
 	x := e.Finish(e.Stack.ExecutionARN(id))
-	t.Logf("sweep %+v; execution %s path %v", sweep, x.Status, x.Path)
 
+	// The sweeper examined the one reservation at most, and whatever it found (the hold to
+	// settle, or the saga's write first) it neither failed nor released it.
+	if sweep.HoldsExamined+sweep.PaymentsExamined > 1 || sweep.Errors != 0 || sweep.Released != 0 {
+		t.Fatalf("sweep racing the saga: %+v", sweep)
+	}
+	// The saga's wait timed out into reconciliation and, whoever settled first, it ends sold.
+	if x.Status != "SUCCEEDED" || !slices.Contains(x.Path, "Reconcile payment") || x.Path[len(x.Path)-1] != "Confirmed" {
+		t.Fatalf("execution %s %s: %s (path %v); want reconciled and confirmed", x.Status, x.Error, x.Cause, x.Path)
+	}
 	e.ExpectReservation(id, reservation.Confirmed, reservation.Paid)
 	e.ExpectSeat("ev1", seats[0], reservation.Confirmed, id)
 	types := e.OutboxTypes(id)
@@ -156,7 +145,7 @@ func TestHSweeperRacingTheSaga(t *testing.T) {
 	if l, ok := e.Ledger(id); !ok || l.Captures != 1 || l.Captured != 2500 {
 		t.Fatalf("ledger %+v", l)
 	}
-	if after := hSweep(e); after.ReconciliationBacklog != 0 {
+	if after := e.Sweep(); after.ReconciliationBacklog != 0 {
 		t.Fatalf("backlog after: %+v", after)
 	}
 	e.Invariants()

@@ -1,0 +1,136 @@
+// Package statemachine is the reservation saga's ASL definition and what it needs to run: the
+// step functions it invokes and the placeholders that name them. The definition is embedded, so
+// the CDK stack, the local stack and the tests all read the same bytes without locating a file.
+package statemachine
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// File is where the definition lives in the repository, for messages.
+const File = "statemachine/reservation.asl.json"
+
+//go:embed reservation.asl.json
+var definition []byte
+
+// Definition returns the definition as written, placeholders included. It is a copy: callers
+// may change it.
+func Definition() []byte { return slices.Clone(definition) }
+
+// Step is a Lambda function the definition invokes.
+type Step struct {
+	// Name is the function's name ("claim"), as lambdas/<name> and the stacks spell it.
+	Name string
+	// Placeholder is the ${…} name the definition uses for the function's ARN.
+	Placeholder string
+}
+
+// Steps are the step functions in saga order. They are the only placeholders the definition
+// may use: CloudFormation (and the local stack) substitutes nothing else.
+var Steps = []Step{
+	{"claim", "ClaimFunctionArn"},
+	{"authorize", "AuthorizeFunctionArn"},
+	{"confirm", "ConfirmFunctionArn"},
+	{"capture", "CaptureFunctionArn"},
+	{"compensate", "CompensateFunctionArn"},
+	{"reconcile", "ReconcileFunctionArn"},
+}
+
+// StepFor returns the step whose placeholder is name.
+func StepFor(placeholder string) (Step, bool) {
+	for _, s := range Steps {
+		if s.Placeholder == placeholder {
+			return s, true
+		}
+	}
+	return Step{}, false
+}
+
+// placeholderPattern matches ${…} as CloudFormation's DefinitionSubstitutions do. It accepts any
+// name so that a misspelt one is reported rather than left in the definition.
+var placeholderPattern = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// Placeholders returns the distinct ${…} names def uses, sorted.
+func Placeholders(def []byte) []string {
+	seen := map[string]bool{}
+	for _, m := range placeholderPattern.FindAllSubmatch(def, -1) {
+		seen[string(m[1])] = true
+	}
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Check reports the placeholders of def that name no step.
+func Check(def []byte) error {
+	var unknown []string
+	for _, ph := range Placeholders(def) {
+		if _, ok := StepFor(ph); !ok {
+			unknown = append(unknown, "${"+ph+"}")
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("statemachine: unknown placeholders %s", strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
+// Substitute returns the embedded definition with each step's placeholder replaced by
+// arns[step name].
+func Substitute(arns map[string]string) ([]byte, error) {
+	return SubstituteIn(definition, arns)
+}
+
+// SubstituteIn is Substitute over another definition. It fails, naming them, on placeholders
+// that name no step, on placeholders whose step has no ARN in arns, and on keys of arns that
+// are not steps (a misspelt name would otherwise go unnoticed).
+func SubstituteIn(def []byte, arns map[string]string) ([]byte, error) {
+	if err := Check(def); err != nil {
+		return nil, err
+	}
+	var problems []string
+	for name := range arns {
+		if !slices.ContainsFunc(Steps, func(s Step) bool { return s.Name == name }) {
+			problems = append(problems, fmt.Sprintf("%q is not a step function", name))
+		}
+	}
+	for _, ph := range Placeholders(def) {
+		s, _ := StepFor(ph)
+		if arns[s.Name] == "" {
+			problems = append(problems, fmt.Sprintf("no ARN for step %s (${%s})", s.Name, ph))
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return nil, fmt.Errorf("statemachine: %s", strings.Join(problems, "; "))
+	}
+	return placeholderPattern.ReplaceAllFunc(def, func(m []byte) []byte {
+		s, _ := StepFor(string(m[2 : len(m)-1]))
+		return []byte(arns[s.Name])
+	}), nil
+}
+
+// StateNames returns the names of the definition's top-level states, sorted. The definition has
+// no Parallel or Map states, so these are every state an execution can enter.
+func StateNames() []string {
+	var def struct{ States map[string]json.RawMessage }
+	if err := json.Unmarshal(definition, &def); err != nil {
+		// The package's tests parse the embedded file; this cannot happen in a built binary.
+		panic(fmt.Sprintf("statemachine: %s: %v", File, err))
+	}
+	names := make([]string, 0, len(def.States))
+	for name := range def.States {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}

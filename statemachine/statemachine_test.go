@@ -1,0 +1,143 @@
+package statemachine
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seatsaga/seatsaga/internal/twin/asl"
+)
+
+func arns() map[string]string {
+	m := map[string]string{}
+	for _, s := range Steps {
+		m[s.Name] = "arn:aws:lambda:us-east-1:000000000000:function:" + s.Name
+	}
+	return m
+}
+
+func TestDefinitionIsTheEmbeddedASL(t *testing.T) {
+	var def struct {
+		StartAt string
+		States  map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(Definition(), &def); err != nil {
+		t.Fatalf("%s is not JSON: %v", File, err)
+	}
+	if def.StartAt != "Claim seats" || len(def.States) == 0 {
+		t.Fatalf("StartAt %q, %d states", def.StartAt, len(def.States))
+	}
+	// Callers get a copy: changing it must not change what the next caller reads.
+	d := Definition()
+	d[0] = 'x'
+	if Definition()[0] == 'x' {
+		t.Fatal("Definition returned the embedded bytes themselves")
+	}
+}
+
+func TestStepsAreTheDefinitionsPlaceholders(t *testing.T) {
+	var want []string
+	names := map[string]bool{}
+	for _, s := range Steps {
+		if names[s.Name] {
+			t.Errorf("step %s listed twice", s.Name)
+		}
+		names[s.Name] = true
+		if s.Placeholder != strings.ToUpper(s.Name[:1])+s.Name[1:]+"FunctionArn" {
+			t.Errorf("step %s: placeholder %s", s.Name, s.Placeholder)
+		}
+		want = append(want, s.Placeholder)
+	}
+	slices.Sort(want)
+	// Every placeholder names a step and every step is invoked: nothing is substituted unused.
+	if got := Placeholders(Definition()); !slices.Equal(got, want) {
+		t.Fatalf("the definition uses %v, the steps are %v", got, want)
+	}
+	if err := Check(Definition()); err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := StepFor("ReconcileFunctionArn"); !ok || s.Name != "reconcile" {
+		t.Errorf("StepFor = %v, %v", s, ok)
+	}
+	if _, ok := StepFor("ApiFunctionArn"); ok {
+		t.Error("ApiFunctionArn names a step")
+	}
+}
+
+func TestPlaceholders(t *testing.T) {
+	for _, tc := range []struct {
+		name, def string
+		want      []string
+	}{
+		{"none", `{"StartAt":"A"}`, []string{}},
+		{"distinct and sorted", `"${ConfirmFunctionArn}" "${ClaimFunctionArn}" "${ClaimFunctionArn}"`, []string{"ClaimFunctionArn", "ConfirmFunctionArn"}},
+		{"JSONPath dollars are not placeholders", `{"a.$":"$.x","b":"$$.Task.Token"}`, []string{}},
+		{"any name, so that a misspelling is reported", `"${Claim-Function}"`, []string{"Claim-Function"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Placeholders([]byte(tc.def)); !slices.Equal(got, tc.want) {
+				t.Errorf("Placeholders = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSubstituteReplacesEveryStepAndTheEngineParsesTheResult(t *testing.T) {
+	def, err := Substitute(arns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(def, []byte("${")) {
+		t.Fatal("a placeholder is left")
+	}
+	for _, s := range Steps {
+		if !bytes.Contains(def, []byte(`"arn:aws:lambda:us-east-1:000000000000:function:`+s.Name+`"`)) {
+			t.Errorf("no ARN of %s in the result", s.Name)
+		}
+	}
+	if _, err := asl.Parse(def); err != nil {
+		t.Fatalf("the substituted definition does not parse: %v", err)
+	}
+}
+
+func TestSubstituteRefusesWhatItCannotResolve(t *testing.T) {
+	withoutConfirm := arns()
+	delete(withoutConfirm, "confirm")
+	misspelt := arns()
+	misspelt["claims"] = "arn:aws:lambda:us-east-1:000000000000:function:claims"
+	for _, tc := range []struct {
+		name string
+		def  string
+		arns map[string]string
+		want string
+	}{
+		{"unknown placeholder", `{"Resource":"${ClaimFunctionArn}","Other":"${TableName}"}`, arns(), "${TableName}"},
+		{"a function that is not a step", `{"Resource":"${ApiFunctionArn}"}`, arns(), "${ApiFunctionArn}"},
+		{"step without an ARN", `{"Resource":"${ConfirmFunctionArn}"}`, withoutConfirm, "no ARN for step confirm"},
+		{"ARN for no step", `{"Resource":"${ClaimFunctionArn}"}`, misspelt, `"claims" is not a step function`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := SubstituteIn([]byte(tc.def), tc.arns)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v (out %s), want one naming %s", err, out, tc.want)
+			}
+		})
+	}
+	if _, err := Substitute(withoutConfirm); err == nil {
+		t.Fatal("the embedded definition substituted without confirm's ARN")
+	}
+}
+
+func TestStateNames(t *testing.T) {
+	names := StateNames()
+	for _, want := range []string{"Claim seats", "Wait for payment authorization", "Confirmed", "Release expired hold", "Claim failed"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no state %q in %v", want, names)
+		}
+	}
+	if !slices.IsSorted(names) {
+		t.Errorf("not sorted: %v", names)
+	}
+}
