@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"errors"
+	"github.com/seatsaga/seatsaga/internal/app"
+	"github.com/seatsaga/seatsaga/internal/modroot"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,5 +128,30 @@ func TestFunctionsAreTheElevenLambdas(t *testing.T) {
 			t.Errorf("duplicate function %q", n)
 		}
 		seen[n] = true
+	}
+}
+
+// The functions the CDK builds, the entry points under lambdas/ and the functions the app
+// builds are one list: a function added to one and not the others would deploy without code or
+// ship code nothing deploys.
+func TestTheBuildTheLambdasAndTheAppNameTheSameFunctions(t *testing.T) {
+	root, err := modroot.FromWorkingDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "lambdas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	built, fromApp := slices.Sorted(slices.Values(Functions)), slices.Sorted(slices.Values(app.Functions()))
+	slices.Sort(dirs)
+	if !slices.Equal(built, dirs) || !slices.Equal(built, fromApp) {
+		t.Fatalf("build %v\nlambdas/ %v\napp %v\nwant one list", built, dirs, fromApp)
 	}
 }

@@ -56,6 +56,10 @@ const (
 var functions = []string{FnClaim, FnAuthorize, FnConfirm, FnCapture, FnCompensate, FnReconcile,
 	FnAPI, FnWebhook, FnSweeper, FnConsumer, FnRelay}
 
+// Functions lists every function the app builds, the relay last: the names the CDK build,
+// lambdas/ and the state machine must agree with.
+func Functions() []string { return append([]string(nil), functions...) }
+
 // DynamoDB is every DynamoDB call the handlers make; *dynamodb.Client satisfies it. Deps take
 // interfaces rather than clients so that a client left out reaches each handler as the plain
 // nil its own constructor refuses; nothing here has to guard against a typed nil.

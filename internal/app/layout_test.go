@@ -34,11 +34,11 @@ func goList(t *testing.T, args ...string) []string {
 	return strings.Fields(string(out))
 }
 
-// productPackages lists lambdas/... and every internal package outside the twin and the sale
-// tooling.
+// productPackages lists what ships: lambdas/..., the CDK app that deploys them (infra/cdk,
+// infra/stack, infra/build) and every internal package outside the twin and the sale tooling.
 func productPackages(t *testing.T) []string {
 	var out []string
-	for _, p := range goList(t, "./lambdas/...", "./internal/...") {
+	for _, p := range goList(t, "./lambdas/...", "./infra/cdk/...", "./infra/stack/...", "./infra/build/...", "./internal/...") {
 		if !inRoom(p, twin) && !inRoom(p, sale) {
 			out = append(out, p)
 		}

@@ -4,8 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/seatsaga/seatsaga/statemachine"
 	"reflect"
 	"strings"
 	"testing"
@@ -41,10 +40,7 @@ func TestStepErrorNames(t *testing.T) {
 		}
 	}
 
-	raw, err := os.ReadFile(filepath.FromSlash("../../statemachine/reservation.asl.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := statemachine.Definition()
 	var def struct {
 		States map[string]struct {
 			Retry, Catch []struct{ ErrorEquals []string }

@@ -7,8 +7,8 @@ import (
 	"github.com/seatsaga/seatsaga/internal/payment"
 )
 
-// The real adapters satisfy the handler's narrow interfaces (internal/app asserts that its
-// StoreAdapter satisfies Store: wiring imports this package).
+// The real adapters satisfy the handler's narrow interfaces (internal/app hands this package
+// the DynamoDB store itself, *inventory.Store).
 var (
 	_ StepFunctions = (*sfn.Client)(nil)
 	_ Payments      = payment.Provider(nil)

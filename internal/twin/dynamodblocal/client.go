@@ -39,7 +39,7 @@ func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 		Region:       Region,
 		BaseEndpoint: aws.String(endpoint),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "ddblocal"}, nil
+			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "dynamodblocal"}, nil
 		}),
 	}
 	if local {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seatsaga/seatsaga/internal/config"
 	"net"
 	"net/http"
 	"os"
@@ -24,7 +25,7 @@ import (
 
 // EnvEndpoint names the variable that points at an already running DynamoDB (Local); when it is
 // set, Start starts nothing and reuses it.
-const EnvEndpoint = "DYNAMODB_ENDPOINT"
+const EnvEndpoint = config.EnvDynamoDBEndpoint
 
 // EnvJar names the variable that points at DynamoDBLocal.jar (the Makefile exports it).
 const EnvJar = "SEATSAGA_DDB_JAR"

@@ -361,7 +361,7 @@ func loadDefinition() ([]byte, error) {
 
 func localCredentials() aws.CredentialsProvider {
 	return aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-		return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "localstack"}, nil
+		return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "twin"}, nil
 	})
 }
 

@@ -117,7 +117,7 @@ func New(opts Options) *Sim {
 	s := &Sim{
 		opts:    opts,
 		clock:   opts.Clock,
-		log:     log.With("component", "paymentsim"),
+		log:     log.With("component", "stripesim"),
 		rng:     rand.New(rand.NewSource(opts.Seed)),
 		intents: map[string]*intent{},
 		charges: map[string]*charge{},
@@ -145,7 +145,7 @@ func (s *Sim) Start(ctx context.Context, addr string) error {
 	s.mu.Unlock()
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("paymentsim server stopped", "error", err)
+			s.log.Error("stripesim server stopped", "error", err)
 		}
 	}()
 	go func() {

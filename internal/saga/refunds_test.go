@@ -14,9 +14,9 @@ import (
 // refused refund is counted, so at most reservation.MaxRefundAttempts are sent before the
 // decision escalates.
 
-// reviewCapturedCancel leaves r1 PAYMENT_PENDING/UNKNOWN with the customer's cancel recorded
+// capturedCancel leaves r1 PAYMENT_PENDING/UNKNOWN with the customer's cancel recorded
 // and the intent captured at the provider: the settlement must refund it.
-func reviewCapturedCancel(t *testing.T, h *harness) Input {
+func capturedCancel(t *testing.T, h *harness) Input {
 	t.Helper()
 	ctx := context.Background()
 	in := input("r1", "pm_3ds", "A1")
@@ -53,7 +53,7 @@ func resolve(h *harness, in Input) (string, error) { return h.steps.Resolve(cont
 // same attempt's key. When it fails, the failure is counted and a new attempt returns the money.
 func TestAPendingRefundWhoseIDWasLostIsNotTakenAsRefunded(t *testing.T) {
 	h := newHarness(t, reservation.LateSuccessReacquire)
-	in := reviewCapturedCancel(t, h)
+	in := capturedCancel(t, h)
 	h.pay.refundStatus = payment.RefundPending
 	h.steps.Store = refundIDLost{h.store}
 	// The refund's record is lost: the run stops on the store error with the money PAID.
@@ -102,7 +102,7 @@ func TestAPendingRefundWhoseIDWasLostIsNotTakenAsRefunded(t *testing.T) {
 // the same attempt's key and read back: REFUND_PENDING until it succeeds, then REFUNDED.
 func TestAnUnansweredRefundIsFoundAgainByItsKey(t *testing.T) {
 	h := newHarness(t, reservation.LateSuccessReacquire)
-	in := reviewCapturedCancel(t, h)
+	in := capturedCancel(t, h)
 	h.pay.refundStatus = payment.RefundPending
 	// The refund acts, the answer is lost.
 	h.steps.Payments = &actThenLose{fakePayments: h.pay}
@@ -156,7 +156,7 @@ func (p *actThenLose) Refund(ctx context.Context, req payment.RefundRequest) (pa
 func TestARefundFailedOutsideRefundPendingIsCounted(t *testing.T) {
 	t.Run("failed before RequestRefund was recorded: counted each time, escalated at the bound", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
-		in := reviewCapturedCancel(t, h)
+		in := capturedCancel(t, h)
 		h.pay.refundStatus = payment.RefundFailed
 		outcome, err := resolve(h, in)
 		if err != nil || outcome != OutcomeUnresolved {
@@ -178,7 +178,7 @@ func TestARefundFailedOutsideRefundPendingIsCounted(t *testing.T) {
 	})
 	t.Run("failed while the record was UNKNOWN: counted, the next attempt has its own key", func(t *testing.T) {
 		h := newHarness(t, reservation.LateSuccessReacquire)
-		in := reviewCapturedCancel(t, h)
+		in := capturedCancel(t, h)
 		h.pay.refundStatus = payment.RefundPending
 		if _, err := resolve(h, in); err != nil {
 			t.Fatal(err)
@@ -207,7 +207,7 @@ func TestARefundFailedOutsideRefundPendingIsCounted(t *testing.T) {
 // refusals the decision escalates. One run sends at most that many; later runs send none.
 func TestARefusedRefundCountsAsAFailedAttemptAndEscalates(t *testing.T) {
 	h := newHarness(t, reservation.LateSuccessReacquire)
-	in := reviewCapturedCancel(t, h)
+	in := capturedCancel(t, h)
 	refused := &payment.Failed{Op: payment.OpRefund, Category: payment.FailureObjectState, Code: "charge_disputed", HTTPStatus: 400}
 	for range 50 {
 		h.pay.fail["refund"] = append(h.pay.fail["refund"], refused)
@@ -243,7 +243,7 @@ func TestARefusedRefundCountsAsAFailedAttemptAndEscalates(t *testing.T) {
 // each counts as a failed attempt, so a person is asked after the bound.
 func TestARefundNotFoundAgainUnderItsKeyEscalates(t *testing.T) {
 	h := newHarness(t, reservation.LateSuccessReacquire)
-	in := reviewCapturedCancel(t, h)
+	in := capturedCancel(t, h)
 	h.pay.force("r1", "refunded")
 	var outcomes []string
 	for pass := 1; pass <= 6; pass++ {

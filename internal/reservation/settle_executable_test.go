@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// TestReviewDecisionsAreExecutable applies every write the decision asks for (record, release,
+// TestEveryDecisionIsExecutableByTheDomain applies every write the decision asks for (record, release,
 // confirm, reacquire) with the domain's own rules, holding the provider's truth fixed, and
 // follows the chain: a write the guards refuse (which the executor's afterWrite turns into
 // "decide again" and the same decision) would spin, and a chain of writes must end.
-func TestReviewDecisionsAreExecutable(t *testing.T) {
+func TestEveryDecisionIsExecutableByTheDomain(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	var refused, long []string
 	for _, inv := range []InventoryState{Held, PaymentPending, Confirmed, Released} {

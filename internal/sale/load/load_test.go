@@ -58,7 +58,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		b, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(b, &req)
-		// The server prices seats; a buyer that states its own price is a loadgen bug.
+		// The server prices seats; a buyer that states its own price is a bug in the load driver.
 		var fields map[string]any
 		_ = json.Unmarshal(b, &fields)
 		if _, ok := fields["amount"]; ok {
