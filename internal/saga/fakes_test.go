@@ -106,27 +106,7 @@ func (p *fakePayments) take(op string) error {
 }
 
 func (p *fakePayments) setStatus(a *payment.Authorization, status string) {
-	a.ProviderStatus = status
-	switch status {
-	case "requires_capture":
-		a.State = payment.StateAuthorized
-		a.AmountCapturable = a.Amount
-		a.CaptureBefore = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	case "succeeded":
-		a.State = payment.StatePaid
-		a.AmountCapturable, a.AmountReceived = 0, a.Amount
-	case "canceled":
-		a.State = payment.StateCanceled
-		a.AmountCapturable = 0
-	case "refunded":
-		a.ProviderStatus, a.State, a.AmountRefunded = "succeeded", payment.StateRefunded, a.Amount
-	case "declined":
-		// The provider refused the buyer's payment method: the intent waits for another one.
-		a.ProviderStatus, a.State = "requires_payment_method", payment.StateFailed
-		a.LastDecline = &payment.Declined{Op: payment.OpConfirmPaymentMethod, Code: "card_declined", DeclineCode: "generic_decline"}
-	default:
-		a.State = payment.StateAuthorizing
-	}
+	sagatest.SetStatus(a, status)
 }
 
 func (p *fakePayments) status(reservationID string) string {

@@ -127,7 +127,7 @@ func (p *Payments) Put(a payment.Authorization) {
 	switch {
 	case a.State == "" && a.ProviderStatus != "":
 		derived := a
-		setStatus(&derived, a.ProviderStatus)
+		SetStatus(&derived, a.ProviderStatus)
 		a.State, a.ProviderStatus = derived.State, derived.ProviderStatus
 	case a.ProviderStatus == "":
 		a.ProviderStatus = statusOf(a.State)
@@ -144,7 +144,7 @@ func (p *Payments) Put(a payment.Authorization) {
 func (p *Payments) PutAuthorized(reservationID, paymentIntentID string, amount int64, currency string) payment.Authorization {
 	a := payment.Authorization{PaymentIntentID: paymentIntentID, ReservationID: reservationID, Amount: amount, Currency: currency,
 		PaymentMethod: PaymentMethodAuthorizes}
-	setStatus(&a, "requires_capture")
+	SetStatus(&a, "requires_capture")
 	p.Put(a)
 	return a
 }
@@ -157,7 +157,7 @@ func (p *Payments) Force(paymentIntentID, status string) bool {
 	defer p.mu.Unlock()
 	a, ok := p.pis[paymentIntentID]
 	if ok {
-		setStatus(a, status)
+		SetStatus(a, status)
 	}
 	return ok
 }
@@ -235,7 +235,10 @@ func statusOf(s payment.State) string {
 }
 
 // setStatus moves a to a provider status, with the state and amounts Stripe shows for it.
-func setStatus(a *payment.Authorization, status string) {
+// SetStatus puts a PaymentIntent in a provider status ("requires_capture", "succeeded",
+// "canceled", "refunded", "declined"; anything else is still authorizing), with the port's
+// state and amounts to match, as the provider would report it.
+func SetStatus(a *payment.Authorization, status string) {
 	a.ProviderStatus = status
 	switch status {
 	case "requires_capture":
@@ -289,7 +292,7 @@ func (p *Payments) CreateOrReuseAuthorization(_ context.Context, req payment.Aut
 	id := fmt.Sprintf("pi_%d", len(p.pis)+1)
 	a := &payment.Authorization{PaymentIntentID: id, ReservationID: req.ReservationID, Amount: req.Amount, Currency: req.Currency,
 		ClientSecret: id + "_secret"}
-	setStatus(a, "requires_payment_method")
+	SetStatus(a, "requires_payment_method")
 	p.pis[id], p.byRes[req.ReservationID] = a, id
 	return *a, nil
 }
@@ -316,14 +319,14 @@ func (p *Payments) ConfirmPaymentMethod(_ context.Context, req payment.ConfirmPa
 	a.PaymentMethod = req.PaymentMethod
 	switch req.PaymentMethod {
 	case PaymentMethodAuthorizes:
-		setStatus(a, "requires_capture")
+		SetStatus(a, "requires_capture")
 	case PaymentMethodThreeDS:
-		setStatus(a, "requires_action")
+		SetStatus(a, "requires_action")
 		a.NextAction = "use_stripe_sdk"
 	case PaymentMethodProcessing:
-		setStatus(a, "processing")
+		SetStatus(a, "processing")
 	default:
-		setStatus(a, "declined")
+		SetStatus(a, "declined")
 		return payment.Authorization{}, &payment.Declined{Op: payment.OpConfirmPaymentMethod, PaymentIntentID: a.PaymentIntentID, Code: "card_declined"}
 	}
 	return *a, nil
@@ -357,7 +360,7 @@ func (p *Payments) Capture(_ context.Context, req payment.CaptureRequest) (payme
 	switch a.ProviderStatus {
 	case "requires_capture":
 		p.captures++
-		setStatus(a, "succeeded")
+		SetStatus(a, "succeeded")
 	case "succeeded":
 	default:
 		return payment.Authorization{}, unexpectedState(payment.OpCapture)
@@ -396,7 +399,7 @@ func (p *Payments) Cancel(_ context.Context, req payment.CancelRequest) (payment
 	case "canceled":
 	default:
 		p.cancels++
-		setStatus(a, "canceled")
+		SetStatus(a, "canceled")
 	}
 	if err := p.after(PayCancel); err != nil {
 		return payment.Authorization{}, err
@@ -436,7 +439,7 @@ func (p *Payments) Refund(_ context.Context, req payment.RefundRequest) (payment
 	if status != payment.RefundFailed && status != payment.RefundCanceled {
 		p.refunds++
 		// Like Stripe's amount_refunded, the intent counts a pending refund as refunded.
-		setStatus(a, "refunded")
+		SetStatus(a, "refunded")
 	}
 	rf := payment.Refund{RefundID: fmt.Sprintf("re_%d", len(p.refundsByID)+1), PaymentIntentID: a.PaymentIntentID,
 		ReservationID: req.ReservationID, Amount: a.Amount, Currency: a.Currency, Status: status}
@@ -460,7 +463,7 @@ func (p *Payments) SettleRefund(refundID string, status payment.RefundStatus) bo
 	p.refundsByID[refundID] = rf
 	if status != payment.RefundSucceeded {
 		a := p.pis[rf.PaymentIntentID]
-		setStatus(a, "succeeded")
+		SetStatus(a, "succeeded")
 		a.AmountRefunded = 0
 	}
 	return true
