@@ -68,7 +68,8 @@ func Specs() []FunctionSpec {
 			Tables: map[string]Access{tables.ProcessedEventsTable: ReadWrite}},
 		{Name: "claim", Description: "Saga step: claim the seats", TimeoutSec: 15, MemoryMB: 256, Tables: sagaStepTables},
 		{Name: "authorize", Description: "Saga step: authorize the payment and park the task token", TimeoutSec: 30, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
-		{Name: "confirm", Description: "Saga step: confirm the seats", TimeoutSec: 15, MemoryMB: 256, Tables: sagaStepTables},
+		// Confirm asks the provider for the truth when the webhook's report is not yet visible.
+		{Name: "confirm", Description: "Saga step: confirm the seats", TimeoutSec: 15, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
 		{Name: "capture", Description: "Saga step: capture the payment", TimeoutSec: 30, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
 		{Name: "compensate", Description: "Saga step: release, void or refund", TimeoutSec: 30, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
 		{Name: "reconcile", Description: "Saga step: learn the provider's truth and resolve", TimeoutSec: 30, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},

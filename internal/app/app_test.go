@@ -141,7 +141,7 @@ func TestNewBuildsEveryFunction(t *testing.T) {
 }
 
 func TestLambdaRejectsAnUnknownFunction(t *testing.T) {
-	if _, err := fromEnv(context.Background(), "nope"); err == nil {
+	if _, err := FromEnv(context.Background(), "nope"); err == nil {
 		t.Fatal("unknown function accepted")
 	}
 }

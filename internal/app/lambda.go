@@ -20,6 +20,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/emf"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/obs"
+	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
 )
 
@@ -36,7 +37,7 @@ const (
 // environment. If it cannot be built, Lambda logs why, as JSON like every other log line, and
 // exits non-zero: Lambda then reports an init error rather than serving a broken handler.
 func Lambda(ctx context.Context, function string) any {
-	h, err := fromEnv(ctx, function)
+	h, err := FromEnv(ctx, function)
 	if err != nil {
 		obs.FromEnv().Error("cold start failed", "function", function, "error", err.Error())
 		os.Exit(1)
@@ -44,9 +45,9 @@ func Lambda(ctx context.Context, function string) any {
 	return h
 }
 
-// fromEnv builds function's handler through build, as the local stack builds it, and makes its
+// FromEnv builds function's handler through build, as the local stack builds it, and makes its
 // logger the default one.
-func fromEnv(ctx context.Context, function string) (any, error) {
+func FromEnv(ctx context.Context, function string) (any, error) {
 	d, err := envDeps(ctx, function)
 	if err != nil {
 		return nil, err
@@ -92,6 +93,11 @@ func envDeps(ctx context.Context, function string) (Deps, error) {
 	// The rest reserve and pay.
 	d.DynamoDB, d.SFN = dynamoDB(cfg, awsCfg), stepFunctions(cfg, awsCfg)
 	d.Metrics = emf.New(os.Stdout, cfg.MetricsNamespace)
+	if function == FnClaim {
+		// Claim only holds seats: its role reads no Stripe secret, so it gets none.
+		d.Payments = payment.Unavailable{Why: "the claim function has no payment access"}
+		return d, nil
+	}
 	key, err := stripeKey(ctx, cfg, awsCfg)
 	if err != nil {
 		return Deps{}, err

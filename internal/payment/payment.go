@@ -281,3 +281,51 @@ type Event struct {
 	APIVersion         string
 	APIVersionMismatch bool
 }
+
+// Unavailable is the provider of a function that is given no payment access (the claim
+// function holds no Stripe key: it only holds seats). Every call is refused as a system
+// failure naming why, so a miswired function fails loudly and is never read as a decline.
+type Unavailable struct {
+	Why string
+}
+
+var _ Provider = Unavailable{}
+
+func (u Unavailable) refuse(op Op) error {
+	return &Failed{Op: op, Type: "unavailable", Category: FailureOther, Message: u.Why}
+}
+
+// CreateOrReuseAuthorization implements Provider.
+func (u Unavailable) CreateOrReuseAuthorization(context.Context, AuthorizationRequest) (Authorization, error) {
+	return Authorization{}, u.refuse(OpAuthorize)
+}
+
+// ConfirmPaymentMethod implements Provider.
+func (u Unavailable) ConfirmPaymentMethod(context.Context, ConfirmPaymentMethodRequest) (Authorization, error) {
+	return Authorization{}, u.refuse(OpConfirmPaymentMethod)
+}
+
+// Retrieve implements Provider.
+func (u Unavailable) Retrieve(context.Context, string) (Authorization, error) {
+	return Authorization{}, u.refuse(OpRetrieve)
+}
+
+// Capture implements Provider.
+func (u Unavailable) Capture(context.Context, CaptureRequest) (Authorization, error) {
+	return Authorization{}, u.refuse(OpCapture)
+}
+
+// Cancel implements Provider.
+func (u Unavailable) Cancel(context.Context, CancelRequest) (Authorization, error) {
+	return Authorization{}, u.refuse(OpCancel)
+}
+
+// Refund implements Provider.
+func (u Unavailable) Refund(context.Context, RefundRequest) (Refund, error) {
+	return Refund{}, u.refuse(OpRefund)
+}
+
+// RetrieveRefund implements Provider.
+func (u Unavailable) RetrieveRefund(context.Context, string) (Refund, error) {
+	return Refund{}, u.refuse(OpRetrieveRefund)
+}

@@ -1,6 +1,7 @@
 package payment_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -108,6 +109,27 @@ func TestFailedNotFoundByCategoryCodeOrStatus(t *testing.T) {
 	for _, tc := range tests {
 		if got := tc.err.NotFound(); got != tc.want {
 			t.Errorf("%s: NotFound() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A function given no payment access refuses every payment call as a system failure, never a
+// decline, so a miswired function is visible and no buyer is told "declined".
+func TestUnavailableRefusesEveryCallAsASystemFailure(t *testing.T) {
+	u := payment.Unavailable{Why: "no payment access"}
+	ctx := context.Background()
+	_, e1 := u.CreateOrReuseAuthorization(ctx, payment.AuthorizationRequest{})
+	_, e2 := u.ConfirmPaymentMethod(ctx, payment.ConfirmPaymentMethodRequest{})
+	_, e3 := u.Retrieve(ctx, "pi")
+	_, e4 := u.Capture(ctx, payment.CaptureRequest{})
+	_, e5 := u.Cancel(ctx, payment.CancelRequest{})
+	_, e6 := u.Refund(ctx, payment.RefundRequest{})
+	_, e7 := u.RetrieveRefund(ctx, "re")
+	for i, err := range []error{e1, e2, e3, e4, e5, e6, e7} {
+		var failed *payment.Failed
+		var declined *payment.Declined
+		if !errors.As(err, &failed) || errors.As(err, &declined) || !strings.Contains(err.Error(), "no payment access") {
+			t.Errorf("call %d: %v; want a *payment.Failed naming why", i+1, err)
 		}
 	}
 }
