@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -113,7 +112,7 @@ func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 	}
 	h.signalCancel(ctx, r, log)
 	status := http.StatusAccepted
-	if settled(r, h.d.Now()) {
+	if settled(r) {
 		status = http.StatusOK
 	}
 	return jsonResponse(status, viewOf(r)), nil
@@ -183,15 +182,10 @@ func (h *Handler) signalCancel(ctx context.Context, r reservation.Reservation, l
 	h.d.Metrics.Count("CustomerCancelSignals", 1, metrics.Dim{Name: "outcome", Value: outcome})
 }
 
-// settled reports that the saga has nothing left to do for r: the seats are RELEASED and the
-// settlement decision finds them at rest (no money held or taken). The late-success policy
-// plays no part in that answer.
-func settled(r reservation.Reservation, now time.Time) bool {
-	if r.Inventory != reservation.Released {
-		return false
-	}
-	f := reservation.FactsOf(r, reservation.TruthNotAsked, reservation.LateSuccessReacquire, now)
-	return reservation.Decide(f).Action == reservation.ActDone
+// settled reports that the saga has nothing left to do for r: the seats are RELEASED and no
+// money is or may be held (off the sweeper's set, reservation.Unsettled).
+func settled(r reservation.Reservation) bool {
+	return r.Inventory == reservation.Released && !r.Unsettled()
 }
 
 // alreadyConfirmed refuses a cancel of sold seats and says what happens to the money.

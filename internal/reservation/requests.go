@@ -47,11 +47,12 @@ type ReleaseRequest struct {
 func (r Reservation) ApplyUpdate(u PaymentUpdate, now time.Time) (Reservation, error) {
 	next := r
 	if u.Event == "" {
-		if err := r.check("payment", string(r.Payment), string(r.Payment), u.Guard); err != nil {
+		if err := r.fenced(u.Guard); err != nil {
 			return r, err
 		}
-		next.SeatIDs = append([]string(nil), r.SeatIDs...)
-		next.UpdatedAt = now.UTC()
+		// A detail-only change keeps the version: it invalidates no guard others hold.
+		next = r.bumped(now)
+		next.Version = r.Version
 	} else {
 		var err error
 		if next, err = r.ApplyPayment(u.Event, u.From, u.Guard, now); err != nil {

@@ -121,11 +121,8 @@ func UnsettledSince(prev, next Reservation, now time.Time) time.Time {
 // CONFIRMED (a sold seat is not cancellable here). Cancelling again changes nothing: the
 // returned reservation keeps its version, which tells the caller there is nothing to write.
 func (r Reservation) Cancel(g Guard, now time.Time) (Reservation, error) {
-	if g.Owner != r.ID {
-		return r, &NotOwner{ReservationID: g.Owner, Owner: r.ID, Resource: "reservation " + r.ID}
-	}
-	if g.Version != r.Version {
-		return r, &StaleVersion{ReservationID: r.ID, Expected: g.Version, Actual: r.Version}
+	if err := r.fenced(g); err != nil {
+		return r, err
 	}
 	if r.CustomerCanceled {
 		return r, nil
@@ -139,12 +136,20 @@ func (r Reservation) Cancel(g Guard, now time.Time) (Reservation, error) {
 	return next, nil
 }
 
-func (r Reservation) check(machine, expected, actual string, g Guard) error {
+// fenced checks that g acts for r at its current version.
+func (r Reservation) fenced(g Guard) error {
 	if g.Owner != r.ID {
 		return &NotOwner{ReservationID: g.Owner, Owner: r.ID, Resource: "reservation " + r.ID}
 	}
 	if g.Version != r.Version {
 		return &StaleVersion{ReservationID: r.ID, Expected: g.Version, Actual: r.Version}
+	}
+	return nil
+}
+
+func (r Reservation) check(machine, expected, actual string, g Guard) error {
+	if err := r.fenced(g); err != nil {
+		return err
 	}
 	if expected != actual {
 		return &UnexpectedState{ReservationID: r.ID, Machine: machine, Expected: expected, Actual: actual}

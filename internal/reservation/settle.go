@@ -198,8 +198,8 @@ func Decide(f Facts) Decision {
 		// Recording the unknown keeps the seats protected and puts the reservation on the
 		// reconciliation index until the provider answers. Not from FAILED: the decision never
 		// releases seats without the provider's answer, and FAILED names the outcome.
-		if ev, ok := recordable(f.Payment, OutcomeUnknown); ok && f.Payment != UnknownNeedsReconciliation && f.Payment != Failed {
-			return Decision{Action: ActRecord, Event: ev, Reason: "the provider did not answer"}
+		if MayRecordUnknown(f.Payment) {
+			return Decision{Action: ActRecord, Event: OutcomeUnknown, Reason: "the provider did not answer"}
 		}
 		return Decision{Action: ActWait, Waiting: WaitProvider, Reason: "the provider did not answer"}
 	case TruthRefundFailed:
@@ -431,6 +431,14 @@ func record(f Facts, ev PaymentEvent, release, expired bool) Decision {
 		}
 	}
 	return d
+}
+
+// MayRecordUnknown reports whether an unanswered provider call is recorded as
+// UNKNOWN_NEEDS_RECONCILIATION from payment state p: where the table allows it, but never from
+// FAILED, which names the outcome (the decision releases nothing without the provider's answer).
+func MayRecordUnknown(p PaymentState) bool {
+	_, ok := NextPayment(p, OutcomeUnknown)
+	return ok && p != Failed
 }
 
 // recordable returns ev when the table has it from p, else OutcomeUnknown when that leads to a

@@ -45,6 +45,16 @@ const (
 	OutcomeUnknown PaymentEvent = "Unknown"
 )
 
+// NotifiesCustomer reports events the customer must hear about: money voided, declined or
+// refunded.
+func (ev PaymentEvent) NotifiesCustomer() bool {
+	switch ev {
+	case VoidPayment, PaymentDeclined, RefundPayment:
+		return true
+	}
+	return false
+}
+
 // PaymentEvents lists every payment event.
 func PaymentEvents() []PaymentEvent {
 	return []PaymentEvent{StartAuthorization, AuthorizationOK, PaymentDeclined, RequestCapture, CaptureOK,

@@ -116,13 +116,8 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 			s.fail(ctx, "authorize", in, err)
 			return AuthorizeResult{}, err
 		}
-		if err != nil {
-			routed := storeError(id, err)
-			if retryable(routed) {
-				continue
-			}
-			s.fail(ctx, "authorize", in, routed)
-			return AuthorizeResult{}, routed
+		if err = s.storeStep(ctx, "authorize", in, err); err != nil {
+			return AuthorizeResult{}, err
 		}
 	}
 	err := &TransactionConflict{Detail: "reservation " + id + " kept changing under the authorize step"}

@@ -37,15 +37,21 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 		s.fail(ctx, "compensate", in, routed)
 		return res, routed
 	}
+	// The settlement decides first on what this step just read or wrote; after a lost race it
+	// reads again.
+	first := &r
 	if reason == ErrCustomerCanceled && !r.CustomerCanceled {
-		if _, err := s.Store.Cancel(ctx, id, reservation.GuardOf(r)); err != nil {
+		canceled, err := s.Store.Cancel(ctx, id, reservation.GuardOf(r))
+		first = &canceled
+		if err != nil {
+			first = nil
 			if err = s.afterWrite(ctx, "compensate", in, err); err != nil {
 				s.fail(ctx, "compensate", in, err)
 				return res, err
 			}
 		}
 	}
-	out, err := s.settle(ctx, in, "compensate", settleOptions{stopAtCapture: true, reason: reason})
+	out, err := s.settle(ctx, in, "compensate", settleOptions{stopAtCapture: true, reason: reason, first: first})
 	res.Version = out.R.Version
 	res.SeatsReleased = out.Released
 	switch {

@@ -13,7 +13,7 @@ import (
 )
 
 // MetricSettlementEscalated counts reservations the settlement decision hands to a person
-// (dimension reason); they stay on the reconciliation index.
+// (dimension step); they stay on the reconciliation index.
 const MetricSettlementEscalated = "SettlementEscalated"
 
 // settleRounds bounds one settlement run: each round carries out one action. An unwind needs
@@ -30,8 +30,8 @@ type settlement struct {
 	R    reservation.Reservation
 	// ProviderStatus is the provider's last answer, for logs and results.
 	ProviderStatus string
-	// What this run did.
-	Voided, Refunded, Released, Reacquired, Confirmed, Captured bool
+	// What this run did, as compensation reports it.
+	Voided, Refunded, Released bool
 }
 
 // settleOptions says which actions the caller leaves to someone else.
@@ -41,6 +41,9 @@ type settleOptions struct {
 	stopAtCapture bool
 	// reason names why this run unwinds, for the outbox and the provider.
 	reason string
+	// first, when set, is the reservation as the caller just read or wrote it: the first
+	// round decides on it instead of reading it again.
+	first *reservation.Reservation
 }
 
 // settle carries out reservation.Decide, one action a round, reading the reservation (and the
@@ -56,10 +59,16 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 		// known is the provider's answer to this run's last call; it stands for the truth in
 		// the next round, so a capture or void is not followed by a second request.
 		known *providerTruth
+		// current is the reservation as this run's last write left it (every write is fenced
+		// by its version, so a change by anyone else fails the next write and is read then).
+		current = opt.first
 	)
 	for round := 0; round < settleRounds; round++ {
-		r, err := s.get(ctx, id)
-		if err != nil {
+		var r reservation.Reservation
+		var err error
+		if current != nil {
+			r, current = *current, nil
+		} else if r, err = s.get(ctx, id); err != nil {
 			return out, err
 		}
 		out.R = r
@@ -84,6 +93,7 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 		s.log().DebugContext(ctx, "settlement decided", "step", step, "reservationId", id, "inventory", string(r.Inventory),
 			"payment", string(r.Payment), "truth", string(f.Truth), "action", string(d.Action), "event", string(d.Event))
 		out.Last = d
+		var written reservation.Reservation
 		wrote := false
 		switch d.Action {
 		case reservation.ActDone, reservation.ActWait:
@@ -109,9 +119,9 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 				if truth.truth == reservation.TruthAuthorized {
 					return out, &PaymentUncertain{ReservationID: id, Detail: "capture refused but still capturable: " + err.Error()}
 				}
+				known = &truth
 				continue
 			}
-			out.Captured = true
 			known = truthOf(r, auth, nil)
 			continue
 		case reservation.ActVoid:
@@ -137,23 +147,21 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 			known = &answer
 			continue
 		case reservation.ActConfirm:
-			_, err = s.Store.Confirm(ctx, id, reservation.GuardOf(r))
-			if err == nil {
-				out.Confirmed, wrote = true, true
-			}
+			written, err = s.Store.Confirm(ctx, id, reservation.GuardOf(r))
+			wrote = err == nil
 		case reservation.ActReacquire:
-			_, err = s.Store.Reacquire(ctx, id, reservation.GuardOf(r))
+			written, err = s.Store.Reacquire(ctx, id, reservation.GuardOf(r))
 			var seat *reservation.SeatUnavailable
 			switch {
 			case err == nil:
-				out.Reacquired, wrote = true, true
+				wrote = true
 				s.compensation(step, "reacquired")
 			case errors.As(err, &seat):
 				s.log().InfoContext(ctx, "late payment: the seats were taken by another buyer", "reservationId", id, "correlationId", in.CorrelationID)
 				seatsLost, err = true, nil
 			}
 		case reservation.ActRelease:
-			_, err = s.Store.Release(ctx, ReleaseRequest{ReservationID: id, Guard: reservation.GuardOf(r), Expired: d.Expired,
+			written, err = s.Store.Release(ctx, ReleaseRequest{ReservationID: id, Guard: reservation.GuardOf(r), Expired: d.Expired,
 				Reason: releaseReason(opt.reason, d), NotifyCustomer: !d.Expired})
 			if err == nil {
 				out.Released, wrote = true, true
@@ -162,19 +170,22 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 		case reservation.ActRecord:
 			u := PaymentUpdate{ReservationID: id, Guard: reservation.GuardOf(r), Event: d.Event, From: r.Payment,
 				CaptureBefore: truth.captureBefore, RefundID: truth.refundID, ReleaseSeats: d.ReleaseSeats, Expired: d.Expired,
-				Reason: recordReason(opt.reason, d), NotifyCustomer: notifies(d)}
-			_, err = s.Store.UpdatePayment(ctx, u)
+				Reason: recordReason(opt.reason, d), NotifyCustomer: d.Event.NotifiesCustomer()}
+			written, err = s.Store.UpdatePayment(ctx, u)
 			wrote = err == nil
 			if wrote && d.ReleaseSeats {
 				out.Released = true
 				s.compensation(step, "seats_released")
 			}
 		}
+		if wrote {
+			current = &written
+		}
 		if wrote && truth.truth != "" {
-			// Our own write moved the version by one and no money: the answer still holds,
-			// except a counted refund failure, after which the money simply shows captured.
+			// Our own write moved no money: the answer still holds for what it wrote, except
+			// a counted refund failure, after which the money simply shows captured.
 			next := truth
-			next.version = r.Version + 1
+			next.version = written.Version
 			if d.Event == reservation.RefundFailed {
 				next.truth, next.refundID = reservation.TruthCaptured, ""
 			}
@@ -221,15 +232,10 @@ func (s *Steps) recordUncertain(ctx context.Context, r reservation.Reservation, 
 	return cause
 }
 
-// markUnknown records UNKNOWN_NEEDS_RECONCILIATION when the stored payment state may move
-// there and is not there yet.
+// markUnknown records UNKNOWN_NEEDS_RECONCILIATION where the domain allows it
+// (reservation.MayRecordUnknown).
 func (s *Steps) markUnknown(ctx context.Context, r reservation.Reservation, detail string) error {
-	// FAILED stays: it names the outcome, and the decision never releases seats without the
-	// provider's answer anyway.
-	if r.Payment == reservation.UnknownNeedsReconciliation || r.Payment == reservation.Failed {
-		return nil
-	}
-	if _, ok := reservation.NextPayment(r.Payment, reservation.OutcomeUnknown); !ok {
+	if !reservation.MayRecordUnknown(r.Payment) {
 		return nil
 	}
 	_, err := s.Store.UpdatePayment(ctx, PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
@@ -452,15 +458,6 @@ func recordReason(reason string, d reservation.Decision) string {
 		r += " (" + reason + ")"
 	}
 	return r
-}
-
-// notifies reports records the customer must hear about: money voided, declined or refunded.
-func notifies(d reservation.Decision) bool {
-	switch d.Event {
-	case reservation.VoidPayment, reservation.PaymentDeclined, reservation.RefundPayment:
-		return true
-	}
-	return false
 }
 
 // outcomeOfSettled maps the decision's settled outcome to the reconcile outcome the ASL

@@ -292,7 +292,7 @@ func (h *Handler) apply(ctx context.Context, ev payment.Event, res Result) (Resu
 				ReservationID: r.ID, Guard: reservation.GuardOf(r),
 				Event: d.event, From: r.Payment,
 				CaptureBefore: auth.CaptureBefore, Reason: "webhook: " + string(d.event),
-				NotifyCustomer: notifies(d.event),
+				NotifyCustomer: d.event.NotifiesCustomer(),
 			})
 			if isRace(err) {
 				continue // Another writer moved it: read again and decide anew.
@@ -393,15 +393,6 @@ func decide(r reservation.Reservation, truth reservation.Truth, now time.Time) d
 		}
 	}
 	return d
-}
-
-// notifies reports records the customer must hear about: money voided, declined or refunded.
-func notifies(ev reservation.PaymentEvent) bool {
-	switch ev {
-	case reservation.VoidPayment, reservation.PaymentDeclined, reservation.RefundPayment:
-		return true
-	}
-	return false
 }
 
 // callback completes the saga's waiting task once per task token.
