@@ -37,3 +37,27 @@ func TestEveryFunctionStartsWithTheSecretsItsSpecGrants(t *testing.T) {
 		})
 	}
 }
+
+// The webhook signing secret likewise: with the Stripe key present, exactly the functions whose
+// spec grants the webhook secret fail without it.
+func TestOnlyFunctionsGrantedTheWebhookSecretNeedIt(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv(app.EnvStripeSecretKey, "sk_test_dummy")
+	for _, name := range []string{app.EnvStripeWebhookSecret, config.EnvStripeSecretARN, config.EnvStripeWebhookSecretARN} {
+		t.Setenv(name, "")
+	}
+	t.Setenv(config.EnvStateMachineARN, "arn:aws:states:eu-west-1:123456789012:stateMachine:seatsaga")
+	t.Setenv(config.EnvEventBusName, "seatsaga")
+	for _, spec := range Specs() {
+		t.Run(spec.Name, func(t *testing.T) {
+			_, err := app.FromEnv(context.Background(), spec.Name)
+			switch {
+			case !spec.WebhookSecret && err != nil:
+				t.Fatalf("the spec grants no webhook secret, and the function does not start without one: %v", err)
+			case spec.WebhookSecret && (err == nil || !strings.Contains(err.Error(), config.EnvStripeWebhookSecretARN)):
+				t.Fatalf("the spec grants the webhook secret, but the function does not need it: %v", err)
+			}
+		})
+	}
+}

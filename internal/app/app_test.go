@@ -114,6 +114,11 @@ func TestNewBuildsEveryFunction(t *testing.T) {
 	if got := keys(a.Handlers()); !slices.Equal(got, sorted(functions)) {
 		t.Fatalf("handlers %v, want %v", got, sorted(functions))
 	}
+	for fn, h := range a.Handlers() {
+		if h == nil {
+			t.Errorf("function %s has no handler", fn)
+		}
+	}
 	if a.Steps == nil || a.Relay == nil {
 		t.Fatalf("steps %v relay %v", a.Steps, a.Relay)
 	}
@@ -169,9 +174,16 @@ func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
 // The state machine invokes its steps by the product's function names: the statemachine
 // package's step list and the functions App builds must name the same six.
 func TestTheStateMachinesStepsAreFunctionsOfTheApp(t *testing.T) {
+	var invoked []string
 	for _, st := range statemachine.Steps {
+		invoked = append(invoked, st.Name)
 		if !slices.Contains(functions, st.Name) {
 			t.Errorf("the state machine invokes %q, which is no function of the app (%v)", st.Name, functions)
+		}
+	}
+	for _, fn := range []string{FnClaim, FnAuthorize, FnConfirm, FnCapture, FnCompensate, FnReconcile} {
+		if !slices.Contains(invoked, fn) {
+			t.Errorf("step function %s is not invoked by the state machine (%v)", fn, invoked)
 		}
 	}
 }

@@ -128,7 +128,8 @@ func TestUnavailableRefusesEveryCallAsASystemFailure(t *testing.T) {
 	for i, err := range []error{e1, e2, e3, e4, e5, e6, e7} {
 		var failed *payment.Failed
 		var declined *payment.Declined
-		if !errors.As(err, &failed) || errors.As(err, &declined) || !strings.Contains(err.Error(), "no payment access") {
+		if !errors.As(err, &failed) || errors.As(err, &declined) || !strings.Contains(err.Error(), "no payment access") ||
+			failed.Category != payment.FailureOther || failed.NotFound() {
 			t.Errorf("call %d: %v; want a *payment.Failed naming why", i+1, err)
 		}
 	}

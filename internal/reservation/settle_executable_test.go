@@ -20,7 +20,7 @@ func TestEveryDecisionIsExecutableByTheDomain(t *testing.T) {
 				if truth == TruthNotAsked {
 					continue
 				}
-				for flags := 0; flags < 16; flags++ {
+				for flags := 0; flags < 64; flags++ {
 					for _, pol := range []LateSuccessPolicy{LateSuccessReacquire, LateSuccessVoid} {
 						r := Reservation{ID: "r", SeatIDs: []string{"A1"}, Inventory: inv, Payment: pay, Version: 1,
 							CustomerCanceled: flags&2 != 0, PaymentIntentID: "pi"}
@@ -42,6 +42,10 @@ func TestEveryDecisionIsExecutableByTheDomain(t *testing.T) {
 						}
 						if flags&8 != 0 {
 							r.RefundAttempts = MaxRefundAttempts
+						}
+						r.Unwinding = flags&16 != 0
+						if flags&32 != 0 {
+							r.CaptureBefore = now.Add(-time.Hour)
 						}
 						start := fmt.Sprintf("%s/%s truth=%s live=%v cc=%v pol=%s", inv, pay, truth, flags&1 != 0, r.CustomerCanceled, pol)
 						for step := 0; ; step++ {

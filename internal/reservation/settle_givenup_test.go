@@ -17,12 +17,17 @@ func TestAGivenUpReservationIsNeverSoldThroughUnknown(t *testing.T) {
 	if err != nil || !r.Unwinding {
 		t.Fatalf("declined: %+v, %v; want Unwinding set", r, err)
 	}
+	sawUnknown := false
 	for step := 0; step < 6; step++ {
+		sawUnknown = sawUnknown || r.Payment == UnknownNeedsReconciliation
 		d := Decide(FactsOf(r, TruthCaptured, LateSuccessReacquire, now))
 		switch d.Action {
 		case ActConfirm, ActReacquire, ActCapture:
 			t.Fatalf("step %d from %s/%s: %+v: the given-up reservation is sold", step, r.Inventory, r.Payment, d)
 		case ActRefund:
+			if !sawUnknown {
+				t.Fatal("refunded without passing through UNKNOWN_NEEDS_RECONCILIATION: the case this test is about was not reached")
+			}
 			return
 		case ActRecord:
 			if r, err = r.ApplyUpdate(PaymentUpdate{Guard: GuardOf(r), Event: d.Event, From: r.Payment}, now); err != nil {

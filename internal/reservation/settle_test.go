@@ -297,7 +297,7 @@ func everyFacts(visit func(Facts)) {
 								for _, wasAuth := range bools {
 									for _, expired := range bools {
 										for _, pol := range []LateSuccessPolicy{LateSuccessReacquire, LateSuccessVoid} {
-											for _, attempts := range []int{0, MaxRefundAttempts} {
+											for _, attempts := range []int{0, MaxRefundAttempts - 1, MaxRefundAttempts, MaxRefundAttempts + 1} {
 												for _, unwinding := range bools {
 													visit(Facts{Inventory: i, Payment: p, Truth: tr, HoldLive: live,
 														CustomerCanceled: canceled, Policy: pol, CaptureDeadlinePassed: deadline,
@@ -343,7 +343,7 @@ func TestDecideMatchesTheSpecificationForEveryCombination(t *testing.T) {
 	if bad > 30 {
 		t.Errorf("... %d disagreements in all", bad)
 	}
-	if want := 4 * len(PaymentStates()) * len(Truths()) * 128 * 2 * 2; n != want {
+	if want := 4 * len(PaymentStates()) * len(Truths()) * 128 * 2 * 4; n != want {
 		t.Fatalf("covered %d combinations, want %d", n, want)
 	}
 	t.Logf("Decide agrees with the specification on %d of %d combinations", n-bad, n)

@@ -16,8 +16,8 @@ func TestAStepHandlerUnwrapsTheRoutedError(t *testing.T) {
 	if out != "out" || err != error(declined) || !errors.Is(err, declined) {
 		t.Fatalf("%q %v; want the *PaymentDeclined itself", out, err)
 	}
-	if _, err := handler(func(context.Context, int) (int, error) { return 0, nil })(context.Background(), 0); err != nil {
-		t.Fatal(err)
+	if got, err := handler(func(context.Context, int) (int, error) { return 7, nil })(context.Background(), 0); err != nil || got != 7 {
+		t.Fatalf("success passed through as %d, %v; want 7, nil", got, err)
 	}
 	if got := len((&Steps{}).Handlers()); got != 6 {
 		t.Fatalf("%d step handlers, want the six steps", got)

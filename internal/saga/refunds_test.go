@@ -265,6 +265,9 @@ func TestARefundNotFoundAgainUnderItsKeyEscalates(t *testing.T) {
 			flips++
 		}
 	}
+	if got := h.store.get("r1").RefundAttempts; got != reservation.MaxRefundAttempts {
+		t.Fatalf("%d failed attempts counted before escalating, want %d", got, reservation.MaxRefundAttempts)
+	}
 	if outcomes[len(outcomes)-1] != OutcomeUnresolved || h.mem.Total(MetricSettlementEscalated) == 0 {
 		t.Fatalf("sweeper passes answered %v, never escalated; %d UNKNOWN/REFUND_PENDING records; refund attempts sent %v",
 			outcomes, flips, h.pay.refundAttempts)

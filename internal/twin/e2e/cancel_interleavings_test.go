@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 
+	"github.com/seatsaga/seatsaga/internal/api"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
@@ -58,7 +59,7 @@ func expectCancelNeverCharged(t *testing.T, e *Env, id, eventID, seat string) {
 	}
 	e.ExpectSeat(eventID, seat, reservation.Available, "")
 	l, ok := e.Ledger(id)
-	if !ok || l.Net() != 0 || l.Held() != 0 {
+	if !ok || l.Net() != 0 || l.Held() != 0 || l.Captures != 0 {
 		t.Fatalf("ledger %+v: the cancelled customer is charged or still held", l)
 	}
 	e.Invariants()
@@ -190,8 +191,9 @@ func TestCancelOfAConfirmedReservationIsRefusedAndWritesNothing(t *testing.T) {
 	}
 	before := e.Reservation(in.ReservationID)
 	status, body := e.Cancel(in.CustomerID, in.ReservationID)
-	if status != http.StatusConflict {
-		t.Fatalf("DELETE of a confirmed reservation: %d %s", status, body)
+	var a cancelAnswer
+	if status != http.StatusConflict || json.Unmarshal([]byte(body), &a) != nil || a.Money != api.MoneyCaptured || a.CancelRequested {
+		t.Fatalf("DELETE of a confirmed reservation: %d %s; want 409 saying the money is captured", status, body)
 	}
 	if after := e.Reservation(in.ReservationID); after.Version != before.Version || after.CustomerCanceled {
 		t.Fatalf("the refused cancel wrote: version %d -> %d, canceled %v", before.Version, after.Version, after.CustomerCanceled)

@@ -302,8 +302,8 @@ func TestCancelWithAStuckCompensationRacingTheSweeperVoidsOnce(t *testing.T) {
 	if got := x.Path[len(x.Path)-1]; got != "Canceled by customer" {
 		t.Fatalf("path %v", x.Path)
 	}
-	if n := countOutbox(e, in.ReservationID, outbox.SeatsReleased) + countOutbox(e, in.ReservationID, outbox.PaymentVoided); n > 2 {
-		t.Fatalf("released/voided recorded %d times: %v", n, e.OutboxTypes(in.ReservationID))
+	if countOutbox(e, in.ReservationID, outbox.SeatsReleased) > 1 || countOutbox(e, in.ReservationID, outbox.PaymentVoided) > 1 {
+		t.Fatalf("released or voided recorded twice: %v", e.OutboxTypes(in.ReservationID))
 	}
 	expectCancelNeverCharged(t, e, in.ReservationID, "ev1", seats[0])
 }

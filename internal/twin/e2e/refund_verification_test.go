@@ -65,8 +65,8 @@ func expectRefundNotRecordedBeforeItSucceeded(t *testing.T, e *Env, in saga.Inpu
 		}
 	}
 	e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Refunded)
-	if l, _ := e.Ledger(in.ReservationID); l.Net() != 0 {
-		t.Fatalf("ledger %+v: the money was not returned", l)
+	if l, _ := e.Ledger(in.ReservationID); l.Net() != 0 || l.Refunds != 1 || l.RefundsFailed != 0 {
+		t.Fatalf("ledger %+v: want the one refund found again and succeeded, no second one", l)
 	}
 	e.Invariants()
 }

@@ -524,6 +524,11 @@ func TestGateHoldsInvocationsUntilOpened(t *testing.T) {
 	if waiting() != 1 || ran.Load() != 0 {
 		t.Fatalf("gated invocation: waiting %d, ran %d; want 1 waiting, none ran", waiting(), ran.Load())
 	}
+	// Still held a while later: the gate does not time out by itself.
+	time.Sleep(200 * time.Millisecond)
+	if waiting() != 1 || ran.Load() != 0 {
+		t.Fatalf("after 200ms: waiting %d, ran %d; want the invocation still held", waiting(), ran.Load())
+	}
 	open()
 	<-done
 	if ran.Load() != 1 || waiting() != 0 {
