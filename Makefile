@@ -74,3 +74,22 @@ clean:
 synth-check: tools
 	env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 		AWS_EC2_METADATA_DISABLED=true $(CDK) synth --quiet
+	$(MAKE) lint-template
+
+# cfn-lint on the synthesized template with the pinned version, installed for the user only
+# when the one on PATH is another (or none). Any error or warning fails; the accepted warnings
+# are ignored in .cfnlintrc, each with its reason.
+CFN_LINT_VERSION := 1.51.0
+
+.PHONY: lint-template
+lint-template:
+	@PATH="$$PATH:$$HOME/.local/bin"; \
+	if [ "$$(cfn-lint --version 2>/dev/null || true)" != "cfn-lint $(CFN_LINT_VERSION)" ]; then \
+		python3 -m pip install --user --quiet 'cfn-lint==$(CFN_LINT_VERSION)'; \
+		PATH="$$HOME/.local/bin:$$PATH"; \
+	fi; \
+	if [ "$$(cfn-lint --version)" != "cfn-lint $(CFN_LINT_VERSION)" ]; then \
+		echo "cfn-lint $(CFN_LINT_VERSION) is not the cfn-lint on PATH: $$(command -v cfn-lint)"; exit 1; \
+	fi; \
+	echo "cfn-lint $(CFN_LINT_VERSION) cdk.out/*.template.json"; \
+	cfn-lint cdk.out/*.template.json

@@ -1,12 +1,14 @@
 // Package statemachine is the reservation saga's ASL definition and what it needs to run: the
-// step functions it invokes and the placeholders that name them. The definition is embedded, so
-// the CDK stack, the local stack and the tests all read the same bytes without locating a file.
+// step functions and the service integrations it invokes, and the placeholders that name them.
+// The definition is embedded, so the CDK stack, the local stack and the tests all read the same
+// bytes without locating a file.
 package statemachine
 
 import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -31,8 +33,8 @@ type Step struct {
 	Placeholder string
 }
 
-// Steps are the step functions in saga order. They are the only placeholders the definition
-// may use: CloudFormation (and the local stack) substitutes nothing else.
+// Steps are the step functions in saga order. With Integrations they are the only placeholders
+// the definition may use: CloudFormation (and the local stack) substitutes nothing else.
 var Steps = []Step{
 	{"claim", "ClaimFunctionArn"},
 	{"authorize", "AuthorizeFunctionArn"},
@@ -40,6 +42,37 @@ var Steps = []Step{
 	{"capture", "CaptureFunctionArn"},
 	{"compensate", "CompensateFunctionArn"},
 	{"reconcile", "ReconcileFunctionArn"},
+}
+
+// Integration is a Step Functions service integration a Task state names as its Resource. Its
+// ARN carries the partition (arn:aws:..., arn:aws-cn:...), so the definition names it by a
+// placeholder, as a whole ARN (cfn-lint validates a Resource that is not one placeholder
+// against arn:aws: only), and each deployment substitutes the ARN in its own partition.
+type Integration struct {
+	// Name is the integration's resource after "arn:<partition>:states:::".
+	Name string
+	// Placeholder is the ${…} name the definition uses for the integration's ARN.
+	Placeholder string
+}
+
+// ARN is the integration's ARN in partition ("aws", "aws-cn", "aws-us-gov", ...).
+func (i Integration) ARN(partition string) string {
+	return "arn:" + partition + ":states:::" + i.Name
+}
+
+// Integrations are the service integrations the definition uses.
+var Integrations = []Integration{
+	{"lambda:invoke.waitForTaskToken", "LambdaInvokeWaitForTaskTokenArn"},
+}
+
+// IntegrationFor returns the integration whose placeholder is name.
+func IntegrationFor(placeholder string) (Integration, bool) {
+	for _, i := range Integrations {
+		if i.Placeholder == placeholder {
+			return i, true
+		}
+	}
+	return Integration{}, false
 }
 
 // StepFor returns the step whose placeholder is name.
@@ -70,11 +103,13 @@ func Placeholders(def []byte) []string {
 	return out
 }
 
-// Check reports the placeholders of def that name no step.
+// Check reports the placeholders of def that name neither a step nor an integration.
 func Check(def []byte) error {
 	var unknown []string
 	for _, ph := range Placeholders(def) {
-		if _, ok := StepFor(ph); !ok {
+		_, step := StepFor(ph)
+		_, integration := IntegrationFor(ph)
+		if !step && !integration {
 			unknown = append(unknown, "${"+ph+"}")
 		}
 	}
@@ -85,14 +120,16 @@ func Check(def []byte) error {
 }
 
 // Substitute returns the embedded definition with each step's placeholder replaced by
-// arns[step name].
+// arns[step name] and each integration's by its ARN in the partition of those ARNs.
 func Substitute(arns map[string]string) ([]byte, error) {
 	return SubstituteIn(definition, arns)
 }
 
 // SubstituteIn is Substitute over another definition. It fails, naming them, on placeholders
-// that name no step, on placeholders whose step has no ARN in arns, and on keys of arns that
-// are not steps (a misspelt name would otherwise go unnoticed).
+// that name no step or integration, on placeholders whose step has no ARN in arns, on keys of
+// arns that are not steps (a misspelt name would otherwise go unnoticed), and, when def uses
+// an integration, on step ARNs that do not agree on one partition: a state machine invokes its
+// functions in its own partition, so theirs is its integrations' too.
 func SubstituteIn(def []byte, arns map[string]string) ([]byte, error) {
 	if err := Check(def); err != nil {
 		return nil, err
@@ -103,7 +140,16 @@ func SubstituteIn(def []byte, arns map[string]string) ([]byte, error) {
 			problems = append(problems, fmt.Sprintf("%q is not a step function", name))
 		}
 	}
+	var partition string
 	for _, ph := range Placeholders(def) {
+		if _, ok := IntegrationFor(ph); ok {
+			p, err := partitionOf(arns)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("${%s}: %v", ph, err))
+			}
+			partition = p
+			continue
+		}
 		s, _ := StepFor(ph)
 		if arns[s.Name] == "" {
 			problems = append(problems, fmt.Sprintf("no ARN for step %s (${%s})", s.Name, ph))
@@ -114,9 +160,30 @@ func SubstituteIn(def []byte, arns map[string]string) ([]byte, error) {
 		return nil, fmt.Errorf("statemachine: %s", strings.Join(problems, "; "))
 	}
 	return placeholderPattern.ReplaceAllFunc(def, func(m []byte) []byte {
-		s, _ := StepFor(string(m[2 : len(m)-1]))
+		ph := string(m[2 : len(m)-1])
+		if i, ok := IntegrationFor(ph); ok {
+			return []byte(i.ARN(partition))
+		}
+		s, _ := StepFor(ph)
 		return []byte(arns[s.Name])
 	}), nil
+}
+
+// partitionOf returns the one partition of the ARNs (arn:<partition>:...).
+func partitionOf(arns map[string]string) (string, error) {
+	seen := map[string]bool{}
+	for _, arn := range arns {
+		fields := strings.SplitN(arn, ":", 3)
+		if len(fields) < 3 || fields[0] != "arn" || fields[1] == "" {
+			return "", fmt.Errorf("%q is not an ARN", arn)
+		}
+		seen[fields[1]] = true
+	}
+	partitions := slices.Sorted(maps.Keys(seen))
+	if len(partitions) != 1 {
+		return "", fmt.Errorf("the step ARNs name partitions %v, want exactly one", partitions)
+	}
+	return partitions[0], nil
 }
 
 // StateNames returns the names of the definition's top-level states, sorted. The definition has

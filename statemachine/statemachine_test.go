@@ -50,10 +50,18 @@ func TestStepsAreTheDefinitionsPlaceholders(t *testing.T) {
 		}
 		want = append(want, s.Placeholder)
 	}
+	for _, i := range Integrations {
+		want = append(want, i.Placeholder)
+	}
 	slices.Sort(want)
-	// Every placeholder names a step and every step is invoked: nothing is substituted unused.
+	// Every placeholder names a step or an integration, and every one is used: nothing is
+	// substituted unused.
 	if got := Placeholders(Definition()); !slices.Equal(got, want) {
-		t.Fatalf("the definition uses %v, the steps are %v", got, want)
+		t.Fatalf("the definition uses %v, the steps and integrations are %v", got, want)
+	}
+	// No ARN is spelt out: each one's partition is the deployment's.
+	if bytes.Contains(Definition(), []byte(`"arn:`)) {
+		t.Error("the definition spells out an ARN; name it by a placeholder so that it takes the deployment's partition")
 	}
 	if err := Check(Definition()); err != nil {
 		t.Fatal(err)
@@ -92,6 +100,9 @@ func TestSubstituteReplacesEveryStepAndTheEngineParsesTheResult(t *testing.T) {
 	if bytes.Contains(def, []byte("${")) {
 		t.Fatal("a placeholder is left")
 	}
+	if !bytes.Contains(def, []byte(`"arn:aws:states:::lambda:invoke.waitForTaskToken"`)) {
+		t.Error("the payment wait's integration is not in the step ARNs' partition")
+	}
 	for _, s := range Steps {
 		if !bytes.Contains(def, []byte(`"arn:aws:lambda:us-east-1:000000000000:function:`+s.Name+`"`)) {
 			t.Errorf("no ARN of %s in the result", s.Name)
@@ -107,6 +118,8 @@ func TestSubstituteRefusesWhatItCannotResolve(t *testing.T) {
 	delete(withoutConfirm, "confirm")
 	misspelt := arns()
 	misspelt["claims"] = "arn:aws:lambda:us-east-1:000000000000:function:claims"
+	twoPartitions := arns()
+	twoPartitions["confirm"] = "arn:aws-cn:lambda:cn-north-1:000000000000:function:confirm"
 	for _, tc := range []struct {
 		name string
 		def  string
@@ -117,6 +130,8 @@ func TestSubstituteRefusesWhatItCannotResolve(t *testing.T) {
 		{"a function that is not a step", `{"Resource":"${ApiFunctionArn}"}`, arns(), "${ApiFunctionArn}"},
 		{"step without an ARN", `{"Resource":"${ConfirmFunctionArn}"}`, withoutConfirm, "no ARN for step confirm"},
 		{"ARN for no step", `{"Resource":"${ClaimFunctionArn}"}`, misspelt, `"claims" is not a step function`},
+		{"step ARNs in two partitions", `{"Resource":"${LambdaInvokeWaitForTaskTokenArn}"}`, twoPartitions, "partitions [aws aws-cn]"},
+		{"partition of no ARN", `{"Resource":"${LambdaInvokeWaitForTaskTokenArn}"}`, map[string]string{"claim": "claim"}, `"claim" is not an ARN`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := SubstituteIn([]byte(tc.def), tc.arns)
@@ -139,5 +154,24 @@ func TestStateNames(t *testing.T) {
 	}
 	if !slices.IsSorted(names) {
 		t.Errorf("not sorted: %v", names)
+	}
+}
+
+// An integration's placeholder takes the step ARNs' partition, so the same definition names
+// the right service integration in any partition.
+func TestSubstitutePutsTheStepARNsPartitionInTheIntegrations(t *testing.T) {
+	cn := map[string]string{}
+	for _, s := range Steps {
+		cn[s.Name] = "arn:aws-cn:lambda:cn-north-1:000000000000:function:" + s.Name
+	}
+	def, err := Substitute(cn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(def, []byte(`"arn:aws-cn:states:::lambda:invoke.waitForTaskToken"`)) || bytes.Contains(def, []byte("arn:aws:")) {
+		t.Errorf("the substituted definition is not in partition aws-cn: %s", def)
+	}
+	if i, ok := IntegrationFor("LambdaInvokeWaitForTaskTokenArn"); !ok || i.ARN("aws-us-gov") != "arn:aws-us-gov:states:::lambda:invoke.waitForTaskToken" {
+		t.Errorf("IntegrationFor = %v, %v", i, ok)
 	}
 }

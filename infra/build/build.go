@@ -38,6 +38,9 @@ type Options struct {
 	// PackageDir maps a function name to its package directory relative to ModuleRoot; nil
 	// means lambdas/<name>. Tests point it at small programs of their own.
 	PackageDir func(name string) string
+	// Arch is the linux GOARCH to build for; empty means arm64, the deployed architecture.
+	// The boot test builds for the host so that it can run the binaries it deploys.
+	Arch string
 }
 
 // MissingError says which Lambda entry points do not exist yet.
@@ -58,9 +61,12 @@ func Flags() []string {
 		"-ldflags=-s -w -buildid="}
 }
 
-// Env returns the environment additions for a linux/arm64 static build.
-func Env() []string {
-	return []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS="}
+// Env returns the environment additions for a static linux build for arch (empty: arm64).
+func Env(arch string) []string {
+	if arch == "" {
+		arch = "arm64"
+	}
+	return []string{"GOOS=linux", "GOARCH=" + arch, "CGO_ENABLED=0", "GOFLAGS="}
 }
 
 // AssetDir returns the asset directory of one function under outDir.
@@ -111,7 +117,7 @@ func Lambdas(ctx context.Context, o Options) error {
 	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, goBin, args...)
 	cmd.Dir = o.ModuleRoot
-	cmd.Env = append(os.Environ(), Env()...)
+	cmd.Env = append(os.Environ(), Env(o.Arch)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr

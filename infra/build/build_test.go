@@ -110,11 +110,15 @@ func TestFlagsAreTheReproducibleLambdaFlags(t *testing.T) {
 			t.Errorf("flags %v lack %q", flags, want)
 		}
 	}
-	env := Env()
+	env := Env("")
 	for _, want := range []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("env %v lacks %q", env, want)
 		}
+	}
+	// The boot test builds for the host; the deployed default stays arm64.
+	if host := Env("amd64"); !slices.Contains(host, "GOARCH=amd64") || slices.Contains(host, "GOARCH=arm64") {
+		t.Errorf("a host build's env %v is not for amd64", host)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/infra/build"
 	"github.com/seatsaga/seatsaga/infra/stack"
+	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
 // ctxAssetDir, when set, names a directory of prebuilt <function>/bootstrap assets and skips
@@ -43,7 +44,7 @@ func run() error {
 	}
 	if dir, _ := get(ctxAssetDir).(string); dir != "" {
 		props.AssetDir = dir
-		for _, path := range stack.AssetPaths(dir, stack.Specs()) {
+		for _, path := range stack.AssetPaths(dir, deploy.Functions()) {
 			if _, err := os.Stat(path); err != nil {
 				return fmt.Errorf("prebuilt assets: %w", err)
 			}

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,6 +23,9 @@ const (
 	CtxRelayBatchSize         = "relayBatchSize"
 	CtxRelayRetryAttempts     = "relayRetryAttempts"
 	CtxAlarmThresholds        = "alarmThresholds"
+	CtxAllowedOrigins         = "allowedOrigins"
+	CtxSESFromEmail           = "sesFromEmail"
+	CtxSESVerifiedDomain      = "sesVerifiedDomain"
 )
 
 // PropsFromContext overlays the context values on DefaultProps. get returns nil for an absent
@@ -85,10 +89,36 @@ func PropsFromContext(get func(key string) any) (Props, error) {
 	str(CtxUserPoolArn, &p.Api.UserPoolArn)
 	integer(CtxRelayBatchSize, &p.Events.RelayBatchSize)
 	integer(CtxRelayRetryAttempts, &p.Events.RelayRetryAttempts)
+	if v := get(CtxAllowedOrigins); v != nil {
+		switch o := v.(type) {
+		case string:
+			for _, s := range strings.Split(o, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					p.Api.AllowedOrigins = append(p.Api.AllowedOrigins, s)
+				}
+			}
+		case []any:
+			for _, e := range o {
+				p.Api.AllowedOrigins = append(p.Api.AllowedOrigins, fmt.Sprint(e))
+			}
+		default:
+			errs = append(errs, fmt.Sprintf("%s: want a list or a comma-separated string of origins", CtxAllowedOrigins))
+		}
+	}
+	str(CtxSESFromEmail, &p.Api.SESFromEmail)
+	str(CtxSESVerifiedDomain, &p.Api.SESVerifiedDomain)
 	if v := get(CtxAlarmThresholds); v != nil {
+		// The CDK CLI passes every -c value as a string: an object given on the command line
+		// arrives as its JSON text.
+		if text, isText := v.(string); isText {
+			var parsed map[string]any
+			if err := json.Unmarshal([]byte(text), &parsed); err == nil {
+				v = parsed
+			}
+		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			errs = append(errs, fmt.Sprintf("%s: want an object of threshold names to numbers", CtxAlarmThresholds))
+			errs = append(errs, fmt.Sprintf("%s: want an object (or its JSON text) of threshold names to numbers", CtxAlarmThresholds))
 		} else {
 			fields := p.Thresholds.byName()
 			for _, k := range sortedKeys(m) {

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,6 +33,15 @@ func TestPropsFromContext(t *testing.T) {
 				t.Errorf("%+v", p)
 			}
 		}},
+		{name: "command line alarm thresholds and origins", ctx: map[string]any{
+			// `cdk synth -c alarmThresholds='{"DLQDepth":5}' -c allowedOrigins=https://a.example,https://b.example`
+			"alarmThresholds": `{"DLQDepth":5}`, "allowedOrigins": "https://a.example, https://b.example",
+		}, check: func(t *testing.T, p Props) {
+			if p.Thresholds.DLQDepth != 5 || !slices.Equal(p.Api.AllowedOrigins, []string{"https://a.example", "https://b.example"}) {
+				t.Errorf("thresholds %+v origins %v", p.Thresholds, p.Api.AllowedOrigins)
+			}
+		}},
+		{name: "alarm thresholds that are no JSON object", ctx: map[string]any{"alarmThresholds": "DLQDepth=5"}, wantErr: "alarmThresholds"},
 		{name: "not a number", ctx: map[string]any{"holdSeconds": "soon"}, wantErr: "holdSeconds"},
 		{name: "fractional whole number", ctx: map[string]any{"holdSeconds": float64(1.5)}, wantErr: "whole number"},
 		{name: "unknown threshold", ctx: map[string]any{"alarmThresholds": map[string]any{"Nope": float64(1)}}, wantErr: "alarmThresholds.Nope"},

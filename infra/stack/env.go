@@ -19,6 +19,7 @@ const (
 	EnvMaxSeats            = config.EnvMaxSeats
 	EnvSweepGraceSeconds   = config.EnvSweepGraceSeconds
 	EnvMetricsNamespace    = config.EnvMetricsNamespace
+	EnvAllowedOrigins      = config.EnvAllowedOrigins
 )
 
 // MetricsNamespace is the CloudWatch namespace of seatsaga's embedded-metric-format metrics.

@@ -43,7 +43,9 @@ type Events struct {
 	ConsumerRule awsevents.Rule
 }
 
-// NewEvents declares the bus, the stream event source and the consumer rule.
+// NewEvents declares the bus, the stream event source and the consumer rule. The relay's and
+// the consumer's permissions on them (PutEvents, the stream reads, SendMessage to their DLQs)
+// are in their specs (internal/deploy), rendered by Functions.Render.
 func NewEvents(scope constructs.Construct, id string, p EventsProps) *Events {
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	e := &Events{Construct: c}
@@ -68,8 +70,6 @@ func NewEvents(scope constructs.Construct, id string, p EventsProps) *Events {
 		ParallelizationFactor:   jsii.Number(1),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(e.RelayDLQ),
 	}))
-	e.Bus.GrantPutEventsTo(p.Relay.Role, nil)
-	relay.AddEnvironment(jsii.String(EnvEventBusName), e.Bus.EventBusName(), nil)
 
 	consumer := p.Consumer.Function
 	// Failed asynchronous invocations (after Lambda's own retries) land in the same DLQ as

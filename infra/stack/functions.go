@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -14,75 +15,18 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/seatsaga/seatsaga/infra/build"
-	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
-// Access is what one function may do with one table.
-type Access int
-
-const (
-	Read Access = iota + 1
-	Write
-	ReadWrite
-)
-
-// FunctionSpec describes one Lambda: what it is for and exactly what it may touch.
-type FunctionSpec struct {
-	Name        string
-	Description string
-	TimeoutSec  int
-	MemoryMB    int
-	// Tables lists the tables the function reads or writes; nothing else is granted.
-	Tables map[string]Access
-	// StripeKey grants read on the Stripe API secret key.
-	StripeKey bool
-	// WebhookSecret grants read on the Stripe webhook signing secret.
-	WebhookSecret bool
-}
-
-// A saga step writes its transition, the reservation and the outbox record in one
-// transaction, so it needs the seat and reservation tables both ways and the outbox for writes.
-var sagaStepTables = map[string]Access{
-	tables.SeatsTable:        ReadWrite,
-	tables.ReservationsTable: ReadWrite,
-	tables.OutboxTable:       Write,
-}
-
-// Specs lists every function; the order of build.Functions is kept.
-func Specs() []FunctionSpec {
-	return []FunctionSpec{
-		// The api reads seats and reservations; its one write is the customer's cancel, recorded
-		// on the reservation with its outbox record before it is acknowledged (it never
-		// touches seats). It reads the Stripe key to hand the reservation's owner the
-		// PaymentIntent client secret.
-		{Name: "api", Description: "Customer API: create, read and cancel reservations", TimeoutSec: 10, MemoryMB: 512,
-			Tables: map[string]Access{tables.SeatsTable: Read, tables.ReservationsTable: ReadWrite, tables.OutboxTable: Write}, StripeKey: true},
-		{Name: "webhook", Description: "Stripe webhook: verify, dedupe, apply, complete the waiting task", TimeoutSec: 15, MemoryMB: 256,
-			Tables: map[string]Access{tables.SeatsTable: ReadWrite, tables.ReservationsTable: ReadWrite,
-				tables.OutboxTable: Write, tables.ProcessedEventsTable: ReadWrite},
-			StripeKey: true, WebhookSecret: true},
-		{Name: "sweeper", Description: "Scheduled: release orphaned expired holds, reconcile stuck payments, publish backlog figures", TimeoutSec: 120, MemoryMB: 256,
-			Tables: sagaStepTables, StripeKey: true},
-		{Name: "relay", Description: "Outbox stream to EventBridge", TimeoutSec: 60, MemoryMB: 256},
-		{Name: "consumer", Description: "Example outbox event consumer, idempotent by event id", TimeoutSec: 30, MemoryMB: 128,
-			Tables: map[string]Access{tables.ProcessedEventsTable: ReadWrite}},
-		{Name: "claim", Description: "Saga step: claim the seats", TimeoutSec: 15, MemoryMB: 256, Tables: sagaStepTables},
-		{Name: "authorize", Description: "Saga step: authorize the payment and park the task token", TimeoutSec: 30, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
-		// Confirm asks the provider for the truth when the webhook's report is not yet visible.
-		{Name: "confirm", Description: "Saga step: confirm the seats", TimeoutSec: 15, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
-		{Name: "capture", Description: "Saga step: capture the payment", TimeoutSec: 30, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
-		{Name: "compensate", Description: "Saga step: release, void or refund", TimeoutSec: 30, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
-		{Name: "reconcile", Description: "Saga step: learn the provider's truth and resolve", TimeoutSec: 30, MemoryMB: 256, Tables: sagaStepTables, StripeKey: true},
-	}
-}
-
-// Settings are the application settings every function receives.
+// Settings are the application settings the functions' environments are rendered from.
 type Settings struct {
 	Stage                  string
 	LateSuccessPolicy      string
 	HoldSeconds            int
 	MaxSeatsPerReservation int
 	SweepGraceSeconds      int
+	// AllowedOrigins are the browser origins the api's answers name (ApiSettings).
+	AllowedOrigins []string
 }
 
 // FunctionsProps configures the functions.
@@ -91,16 +35,17 @@ type FunctionsProps struct {
 	AssetDir     string
 	Production   bool
 	LogRetention awslogs.RetentionDays
-	Settings     Settings
-	Data         *Data
-	Secrets      *Secrets
-	// Specs overrides Specs(); tests use it.
-	Specs []FunctionSpec
+	// Specs overrides deploy.Functions(); tests use it.
+	Specs []deploy.Function
+	// constructGrants hands each function its role itself instead of one without policy
+	// updates, so that the constructs binding to it add their own statements; a test uses it
+	// to prove those are all in the spec.
+	constructGrants bool
 }
 
 // Function is one deployed Lambda with its own role and log group.
 type Function struct {
-	Spec     FunctionSpec
+	Spec     deploy.Function
 	Function awslambda.Function
 	Role     awsiam.Role
 	LogGroup awslogs.LogGroup
@@ -110,16 +55,20 @@ type Function struct {
 type Functions struct {
 	constructs.Construct
 	ByName map[string]*Function
+	// names keeps the specs' order, so that rendering is deterministic.
+	names    []string
+	rendered bool
 }
 
-// NewFunctions declares every function: provided.al2023 on arm64 from its bootstrap, X-Ray
-// tracing, a log group with retention, settings and the table-name prefix in the environment,
-// and the grants its spec names.
+// NewFunctions declares every function from its spec: provided.al2023 on arm64 from its
+// bootstrap, the spec's handler, memory, timeout and reserved concurrency, X-Ray tracing and
+// a log group with retention. Environments and role statements name resources declared after
+// the functions (the state machine, the event bus), so Render adds them once those exist.
 func NewFunctions(scope constructs.Construct, id string, p FunctionsProps) *Functions {
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	specs := p.Specs
 	if specs == nil {
-		specs = Specs()
+		specs = deploy.Functions()
 	}
 	removal := awscdk.RemovalPolicy_DESTROY
 	if p.Production {
@@ -132,66 +81,66 @@ func NewFunctions(scope constructs.Construct, id string, p FunctionsProps) *Func
 			Retention:     p.LogRetention,
 			RemovalPolicy: removal,
 		})
-		// A role of its own, without the AWSLambdaBasicExecutionRole managed policy: the
-		// function may write only to its own log group.
+		// A role of its own, without the AWSLambdaBasicExecutionRole managed policy: it holds
+		// the spec's statements and nothing else.
 		role := awsiam.NewRole(c, jsii.String(name+"Role"), &awsiam.RoleProps{
 			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 			Description: jsii.String("seatsaga " + s.Name + " function"),
 		})
-		logs.GrantWrite(role)
-
-		env := map[string]*string{
-			EnvStage:             jsii.String(p.Settings.Stage),
-			EnvLateSuccessPolicy: jsii.String(p.Settings.LateSuccessPolicy),
-			EnvHoldSeconds:       jsii.String(strconv.Itoa(p.Settings.HoldSeconds)),
-			EnvMaxSeats:          jsii.String(strconv.Itoa(p.Settings.MaxSeatsPerReservation)),
-			EnvSweepGraceSeconds: jsii.String(strconv.Itoa(p.Settings.SweepGraceSeconds)),
-			EnvMetricsNamespace:  jsii.String(MetricsNamespace),
+		// The function sees its role without policy updates: what the constructs binding to
+		// it would grant on their own (X-Ray writes for tracing, the stream reads of the event
+		// source, SendMessage to a DLQ or destination) is dropped, so the spec is the one
+		// source of the role's permissions. The spec names those grants as Platform ones.
+		var fnRole awsiam.IRole = role.WithoutPolicyUpdates(nil)
+		if p.constructGrants {
+			fnRole = role
 		}
-		if len(s.Tables) > 0 {
-			env[EnvTablePrefix] = p.Data.Prefix()
+		var reserved *float64
+		if s.ReservedConcurrency > 0 {
+			reserved = jsii.Number(float64(s.ReservedConcurrency))
 		}
 		fn := awslambda.NewFunction(c, jsii.String(name), &awslambda.FunctionProps{
-			Description:  jsii.String(s.Description),
-			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture: awslambda.Architecture_ARM_64(),
-			Handler:      jsii.String("bootstrap"),
-			Code:         awslambda.Code_FromAsset(jsii.String(build.AssetDir(p.AssetDir, s.Name)), nil),
-			MemorySize:   jsii.Number(float64(s.MemoryMB)),
-			Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(s.TimeoutSec))),
-			Tracing:      awslambda.Tracing_ACTIVE,
-			LogGroup:     logs,
-			Role:         role,
-			Environment:  &env,
+			Description:                  jsii.String(s.Description),
+			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:                 awslambda.Architecture_ARM_64(),
+			Handler:                      jsii.String(s.Handler),
+			Code:                         awslambda.Code_FromAsset(jsii.String(build.AssetDir(p.AssetDir, s.Name)), nil),
+			MemorySize:                   jsii.Number(float64(s.MemoryMB)),
+			Timeout:                      awscdk.Duration_Seconds(jsii.Number(s.Timeout.Seconds())),
+			ReservedConcurrentExecutions: reserved,
+			Tracing:                      awslambda.Tracing_ACTIVE,
+			LogGroup:                     logs,
+			Role:                         fnRole,
 		})
 		// The log group must exist before the function first runs, or Lambda would create an
-		// unmanaged one without retention.
+		// unmanaged one without retention; the dependency is stated, not left to the Ref.
 		fn.Node().AddDependency(logs)
-
-		for _, logical := range sortedKeys(s.Tables) {
-			t := p.Data.Table(logical)
-			switch s.Tables[logical] {
-			case Read:
-				t.GrantReadData(role)
-			case Write:
-				t.GrantWriteData(role)
-			case ReadWrite:
-				t.GrantReadWriteData(role)
-			default:
-				panic(fmt.Sprintf("stack: %s: unknown access to %s", s.Name, logical))
-			}
-		}
-		if s.StripeKey {
-			p.Secrets.StripeSecretKey.GrantRead(role, nil)
-			fn.AddEnvironment(jsii.String(EnvStripeSecretKeyArn), p.Secrets.StripeSecretKey.SecretArn(), nil)
-		}
-		if s.WebhookSecret {
-			p.Secrets.StripeWebhookSecret.GrantRead(role, nil)
-			fn.AddEnvironment(jsii.String(EnvStripeWebhookSecret), p.Secrets.StripeWebhookSecret.SecretArn(), nil)
-		}
 		fs.ByName[s.Name] = &Function{Spec: s, Function: fn, Role: role, LogGroup: logs}
+		fs.names = append(fs.names, s.Name)
 	}
 	return fs
+}
+
+// Render gives every function the environment and the role statements its spec renders
+// through r, each statement one grant. It runs once, after everything r resolves exists.
+func (fs *Functions) Render(r deploy.Resolver) {
+	if fs.rendered {
+		panic("stack: the functions are rendered twice")
+	}
+	fs.rendered = true
+	for _, name := range fs.names {
+		f := fs.ByName[name]
+		env := f.Spec.Environment(r)
+		for _, k := range sortedKeys(env) {
+			f.Function.AddEnvironment(jsii.String(k), jsii.String(env[k]), nil)
+		}
+		for _, st := range f.Spec.Policy(r) {
+			f.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings(st.Actions...),
+				Resources: jsii.Strings(st.Resources...),
+			}))
+		}
+	}
 }
 
 // Get returns a declared function by name; asking for an undeclared one is a programming
@@ -204,9 +153,94 @@ func (fs *Functions) Get(name string) *Function {
 	return f
 }
 
+// resolver renders the spec's resources and settings as this stack's tokens. Every field is
+// set before Render uses it.
+type resolver struct {
+	settings  Settings
+	data      *Data
+	secrets   *Secrets
+	functions *Functions
+	workflow  *Workflow
+	events    *Events
+}
+
+var _ deploy.Resolver = (*resolver)(nil)
+
+// ARN is the token of r's ARN; a resource the stack does not declare is a programming error.
+func (r *resolver) ARN(fn string, res deploy.Resource) string {
+	switch res.Kind {
+	case deploy.Table:
+		return *r.data.Table(res.Name).TableArn()
+	case deploy.TableIndexes:
+		return *r.data.Table(res.Name).TableArn() + "/index/*"
+	case deploy.TableStream:
+		if arn := r.data.Table(res.Name).TableStreamArn(); arn != nil {
+			return *arn
+		}
+	case deploy.StateMachine:
+		return *r.workflow.StateMachine.StateMachineArn()
+	case deploy.Executions:
+		// Execution ARNs carry the state machine's name, not its ARN.
+		return *awscdk.Stack_Of(r.workflow.StateMachine).FormatArn(&awscdk.ArnComponents{
+			Service:      jsii.String("states"),
+			Resource:     jsii.String("execution"),
+			ResourceName: jsii.String(*r.workflow.StateMachine.StateMachineName() + ":*"),
+			ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+		})
+	case deploy.Secret:
+		switch res.Name {
+		case deploy.StripeSecretKey:
+			return *r.secrets.StripeSecretKey.SecretArn()
+		case deploy.StripeWebhookSecret:
+			return *r.secrets.StripeWebhookSecret.SecretArn()
+		}
+	case deploy.EventBus:
+		return *r.events.Bus.EventBusArn()
+	case deploy.Queue:
+		switch res.Name {
+		case deploy.RelayDLQ:
+			return *r.events.RelayDLQ.QueueArn()
+		case deploy.ConsumerDLQ:
+			return *r.events.ConsumerDLQ.QueueArn()
+		}
+	case deploy.LogGroup:
+		return *r.functions.Get(fn).LogGroup.LogGroupArn()
+	case deploy.Any:
+		return "*"
+	}
+	panic(fmt.Sprintf("stack: %s: the stack declares no %s %q", fn, res.Kind, res.Name))
+}
+
+// Setting is the token or value of one configuration variable in this stack.
+func (r *resolver) Setting(name string) string {
+	switch name {
+	case EnvStage:
+		return r.settings.Stage
+	case EnvLateSuccessPolicy:
+		return r.settings.LateSuccessPolicy
+	case EnvHoldSeconds:
+		return strconv.Itoa(r.settings.HoldSeconds)
+	case EnvMaxSeats:
+		return strconv.Itoa(r.settings.MaxSeatsPerReservation)
+	case EnvSweepGraceSeconds:
+		return strconv.Itoa(r.settings.SweepGraceSeconds)
+	case EnvMetricsNamespace:
+		return MetricsNamespace
+	case EnvTablePrefix:
+		return *r.data.Prefix()
+	case EnvStateMachineArn:
+		return *r.workflow.StateMachine.StateMachineArn()
+	case EnvEventBusName:
+		return *r.events.Bus.EventBusName()
+	case EnvAllowedOrigins:
+		return strings.Join(r.settings.AllowedOrigins, ",")
+	}
+	panic(fmt.Sprintf("stack: the stack has no setting %s", name))
+}
+
 // AssetPaths lists the bootstrap path each function's asset needs, for a clear error before
 // synthesis when one is missing.
-func AssetPaths(assetDir string, specs []FunctionSpec) []string {
+func AssetPaths(assetDir string, specs []deploy.Function) []string {
 	var out []string
 	for _, s := range specs {
 		out = append(out, filepath.Join(build.AssetDir(assetDir, s.Name), "bootstrap"))

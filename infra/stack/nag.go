@@ -1,12 +1,14 @@
 package stack
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
 // suppression is one accepted cdk-nag finding: the rule, the resource path below the stack,
@@ -19,51 +21,19 @@ type suppression struct {
 }
 
 // Suppressions lists every accepted finding for a stack of this shape. Each names one rule on
-// one resource; IAM5 ones also name the exact wildcard they accept.
+// one resource; IAM5 ones also name the exact wildcard they accept, and for function roles the
+// wildcards and the actions on them are read from the functions' specs, so a reason cannot
+// outlive the grant it explains.
 func (s *Seatsaga) Suppressions() []suppression {
 	var out []suppression
-	indexWildcard := func(logical string) string {
-		// The finding renders the table's ARN by its logical id, "<DataSeats1A2B3C4D.Arn>".
-		return `regex:/^Resource::<Data` + logical + `[0-9A-F]{8}\.Arn>\/index\/\*$/`
-	}
-	executionWildcard := `regex:/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.*:\*$/`
 	for _, name := range sortedKeys(s.Functions.ByName) {
-		f := s.Functions.ByName[name]
-		var applies []string
-		for _, logical := range []string{tables.SeatsTable, tables.ReservationsTable} {
-			if _, ok := f.Spec.Tables[logical]; ok && len(s.Data.Definition(logical).Indexes) > 0 {
-				applies = append(applies, indexWildcard(logical))
-			}
-		}
-		if len(applies) > 0 {
-			out = append(out, suppression{
-				path: "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5", appliesTo: applies,
-				reason: "DynamoDB grants cover the named table's own global secondary indexes (table/<name>/index/*); the index names are fixed in internal/tables and belong to that table only.",
-			})
-		}
-	}
-	for _, name := range sortedKeys(s.Functions.ByName) {
-		reason := "Only xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level permissions (X-Ray active tracing)."
-		if name == "relay" {
-			reason = "Only X-Ray trace writes and dynamodb:ListStreams (the stream event source's discovery call), which support no resource-level permissions."
-		}
-		out = append(out, suppression{
-			path: "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5",
-			appliesTo: []string{"Resource::*"}, reason: reason,
-		})
+		out = append(out, functionWildcards(name, s.Functions.ByName[name].Spec)...)
 	}
 	out = append(out, suppression{
 		path: "Workflow/Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5",
 		appliesTo: []string{"Resource::*"},
 		reason:    "Only X-Ray trace writes and the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends), none of which support resource-level permissions.",
 	})
-	for _, name := range []string{"api", "sweeper"} {
-		out = append(out, suppression{
-			path: "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5",
-			appliesTo: []string{executionWildcard},
-			reason:    "states:DescribeExecution on this state machine's executions only; execution names are reservation ids, unknown at deploy time.",
-		})
-	}
 	out = append(out,
 		suppression{path: "Api/RestApi/CloudWatchRole/Resource", rule: "AwsSolutions-IAM4",
 			appliesTo: []string{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"},
@@ -92,6 +62,73 @@ func (s *Seatsaga) Suppressions() []suppression {
 		)
 	}
 	return out
+}
+
+// unscopedActions are the actions a function's spec may grant on "*", each with why: they
+// support no resource-level permissions. A role granted any other action on "*" gets no
+// suppression for "*" at all, so cdk-nag fails synthesis until someone decides.
+var unscopedActions = map[string]string{
+	"xray:PutTraceSegments":    "X-Ray active tracing",
+	"xray:PutTelemetryRecords": "X-Ray active tracing",
+	"dynamodb:ListStreams":     "the stream event source's discovery call",
+}
+
+// functionWildcards are the IAM5 suppressions of one function's role: one per kind of
+// wildcard resource its spec grants on, naming the resources and the actions.
+func functionWildcards(name string, spec deploy.Function) []suppression {
+	var indexes, indexActions, executionActions, anyActions, anyWhy []string
+	scopable := false
+	for _, g := range spec.AllGrants() {
+		for _, r := range g.Resources {
+			switch r.Kind {
+			case deploy.TableIndexes:
+				indexes = append(indexes, r.Name)
+				indexActions = append(indexActions, g.Actions...)
+			case deploy.Executions:
+				executionActions = append(executionActions, g.Actions...)
+			case deploy.Any:
+				for _, a := range g.Actions {
+					why, ok := unscopedActions[a]
+					scopable = scopable || !ok
+					anyActions = append(anyActions, a)
+					anyWhy = append(anyWhy, why)
+				}
+			}
+		}
+	}
+	path := "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource"
+	var out []suppression
+	if len(indexes) > 0 {
+		var applies, named []string
+		for _, logical := range uniqueSorted(indexes) {
+			// The finding renders the table's ARN by its logical id, "<DataSeats1A2B3C4D.Arn>".
+			applies = append(applies, `regex:/^Resource::<Data`+logical+`[0-9A-F]{8}\.Arn>\/index\/\*$/`)
+			named = append(named, "table/"+logical+"/index/*")
+		}
+		whose := "that table"
+		if len(named) > 1 {
+			whose = "those tables"
+		}
+		out = append(out, suppression{path: path, rule: "AwsSolutions-IAM5", appliesTo: applies,
+			reason: fmt.Sprintf("%s on %s: the global secondary indexes of %s only, whose names internal/tables fixes.",
+				strings.Join(uniqueSorted(indexActions), ", "), strings.Join(named, " and "), whose)})
+	}
+	if len(executionActions) > 0 {
+		out = append(out, suppression{path: path, rule: "AwsSolutions-IAM5",
+			appliesTo: []string{`regex:/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<Workflow[A-Za-z0-9]+\.Name>:\*$/`},
+			reason: fmt.Sprintf("%s on this state machine's executions only (execution:<state machine name>:*); execution names are reservation ids, unknown at deploy time.",
+				strings.Join(uniqueSorted(executionActions), ", "))})
+	}
+	if len(anyActions) > 0 && !scopable {
+		out = append(out, suppression{path: path, rule: "AwsSolutions-IAM5", appliesTo: []string{"Resource::*"},
+			reason: fmt.Sprintf("Only %s on *: they support no resource-level permissions (%s).",
+				strings.Join(uniqueSorted(anyActions), ", "), strings.Join(uniqueSorted(anyWhy), "; "))})
+	}
+	return out
+}
+
+func uniqueSorted(s []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(s)))
 }
 
 // addSuppressions attaches Suppressions to their resources by path.

@@ -1,10 +1,14 @@
 package stack
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
 // The app fails `cdk synth` on any unsuppressed AwsSolutions error; this test sees the same
@@ -58,5 +62,37 @@ func TestOtherStackShapesPassTheChecks(t *testing.T) {
 				t.Error("a user pool was created although one was given")
 			}
 		})
+	}
+}
+
+// The IAM5 suppressions of a function role follow its spec: each wildcard kind it grants on is
+// accepted with a reason naming the actions, and "*" only while every action on it supports no
+// resource-level permissions; one that does leaves "*" unsuppressed, so cdk-nag fails.
+func TestFunctionWildcardSuppressionsFollowTheSpec(t *testing.T) {
+	api := deploy.ByName("api")
+	got := functionWildcards("api", api)
+	var reasons []string
+	for _, s := range got {
+		if s.path != "Functions/ApiRole/DefaultPolicy/Resource" || s.rule != "AwsSolutions-IAM5" {
+			t.Errorf("suppression %+v is not the api role's IAM5", s)
+		}
+		reasons = append(reasons, s.reason)
+	}
+	all := strings.Join(reasons, "\n")
+	for _, want := range []string{"dynamodb:Query on table/Seats/index/*", "states:DescribeExecution on this state machine's executions",
+		"Only xray:PutTelemetryRecords, xray:PutTraceSegments on *"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no reason says %q:\n%s", want, all)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("%d suppressions, want one per wildcard kind (indexes, executions, *)", len(got))
+	}
+
+	api.Grants = append(slices.Clone(api.Grants), deploy.Grant{Actions: []string{"dynamodb:GetItem"}, Resources: []deploy.Resource{{Kind: deploy.Any}}})
+	for _, s := range functionWildcards("api", api) {
+		if slices.Contains(s.appliesTo, "Resource::*") {
+			t.Errorf("* is suppressed although GetItem is granted on it: %s", s.reason)
+		}
 	}
 }

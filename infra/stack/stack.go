@@ -1,6 +1,8 @@
 // Package stack is seatsaga's AWS deployment as CDK constructs, one per concern: data, secrets,
-// functions, workflow, api, events, schedules and monitoring. Props are plain Go values; the
-// stack composes the constructs and leaves every grant to the construct that owns the resource.
+// functions, workflow, api, events, schedules and monitoring. Props are plain Go values. The
+// functions are rendered from their specs (internal/deploy): each one's environment and every
+// statement of its role come from the spec and nowhere else; the other constructs grant only
+// to their own roles (the state machine's) and to services.
 package stack
 
 import (
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
@@ -39,6 +42,12 @@ type Props struct {
 	Api               ApiSettings
 	Events            EventsSettings
 	Thresholds        Thresholds
+
+	// specs overrides deploy.Functions(); tests use it.
+	specs []deploy.Function
+	// constructGrants lets constructs add their own statements to function roles; see
+	// FunctionsProps.
+	constructGrants bool
 }
 
 // DefaultProps are the settings of a development stage.
@@ -100,6 +109,9 @@ func (p Props) Validate() error {
 	if _, err := retention(p.LogRetentionDays); err != nil {
 		return err
 	}
+	if err := ValidateAllowedOrigins(p.Api.AllowedOrigins); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -132,23 +144,17 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 	settings := Settings{
 		Stage: p.Stage, LateSuccessPolicy: p.LateSuccessPolicy, HoldSeconds: p.HoldSeconds,
 		MaxSeatsPerReservation: p.Api.MaxSeatsPerReservation, SweepGraceSeconds: p.SweepGraceSeconds,
+		AllowedOrigins: p.Api.AllowedOrigins,
 	}
 
 	s.Data = NewData(st, "Data", DataProps{Production: prod})
 	s.Secrets = NewSecrets(st, "Secrets", SecretsProps{Production: prod})
 	s.Functions = NewFunctions(st, "Functions", FunctionsProps{
 		AssetDir: p.AssetDir, Production: prod, LogRetention: logRetention,
-		Settings: settings, Data: s.Data, Secrets: s.Secrets,
+		Specs: p.specs, constructGrants: p.constructGrants,
 	})
 	s.Workflow = NewWorkflow(st, "Workflow", WorkflowProps{
 		Functions: s.Functions, Production: prod, LogRetention: logRetention,
-		Starters: []string{"api"},
-		// The api fails the waiting task when a customer cancels; the webhook completes it
-		// when Stripe reports the outcome. The sweeper only looks: a hold whose deadline
-		// passes ends the wait through the Authorize state's own timeout, so nothing but the
-		// api and the webhook ever answers a task token.
-		TaskResponders: []string{"api", "webhook"},
-		Observers:      []string{"sweeper"},
 	})
 	s.Api = NewApi(st, "Api", ApiProps{
 		Settings: p.Api, Stage: p.Stage, Production: prod, LogRetention: logRetention, Functions: s.Functions,
@@ -157,6 +163,10 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 		Settings: p.Events, Outbox: s.Data.Table(tables.OutboxTable),
 		Relay: s.Functions.Get("relay"), Consumer: s.Functions.Get("consumer"), Production: prod,
 	})
+	// The functions' environments and policies name the state machine and the bus, which
+	// exist from here on.
+	s.Functions.Render(&resolver{settings: settings, data: s.Data, secrets: s.Secrets,
+		functions: s.Functions, workflow: s.Workflow, events: s.Events})
 	s.Schedules = NewSchedules(st, "Schedules", SchedulesProps{
 		SweepEveryMinutes: p.SweepEveryMinutes, Sweeper: s.Functions.Get("sweeper"),
 	})
@@ -179,6 +189,7 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 	output("StripeSecretKeyArn", "Put the Stripe API secret key here", s.Secrets.StripeSecretKey.SecretArn())
 	output("StripeWebhookSecretArn", "Put the Stripe webhook signing secret here", s.Secrets.StripeWebhookSecret.SecretArn())
 	output("StateMachineArn", "The reservation saga", s.Workflow.StateMachine.StateMachineArn())
+	output("SeatsTableName", "The seats table `go run ./infra/ops seats load` writes to", s.Data.Table(tables.SeatsTable).TableName())
 	output("EventBusName", "Reservation events", s.Events.Bus.EventBusName())
 	output("AlarmTopicArn", "Subscribe operators to alarm notifications here", s.Monitoring.Topic.TopicArn())
 

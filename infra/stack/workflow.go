@@ -21,13 +21,6 @@ type WorkflowProps struct {
 	Functions    *Functions
 	Production   bool
 	LogRetention awslogs.RetentionDays
-	// Starters may start executions and read them (the api).
-	Starters []string
-	// TaskResponders may complete a waiting task with SendTaskSuccess/Failure/Heartbeat.
-	TaskResponders []string
-	// Observers may read executions and nothing more (the sweeper checks whether a hold's
-	// execution is still running before releasing it).
-	Observers []string
 }
 
 // Workflow is the reservation saga's Standard state machine.
@@ -44,7 +37,8 @@ type Workflow struct {
 // The substitutions are derived from the placeholders the definition actually uses, so the
 // definition and the stack cannot drift: a placeholder without a source fails synthesis, and
 // nothing unused is substituted. The state machine's role may invoke exactly the functions the
-// definition names.
+// definition names. What the functions may do with the state machine is in their specs
+// (internal/deploy), rendered by Functions.Render.
 func NewWorkflow(scope constructs.Construct, id string, p WorkflowProps) *Workflow {
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	def := statemachine.Definition()
@@ -105,35 +99,24 @@ func NewWorkflow(scope constructs.Construct, id string, p WorkflowProps) *Workfl
 		},
 		RemovalPolicy: removal,
 	})
-
-	for _, name := range p.Starters {
-		f := p.Functions.Get(name)
-		sm.GrantStartExecution(f.Role)
-		sm.GrantExecution(f.Role, jsii.String("states:DescribeExecution"))
-		f.Function.AddEnvironment(jsii.String(EnvStateMachineArn), sm.StateMachineArn(), nil)
-	}
-	for _, name := range p.TaskResponders {
-		f := p.Functions.Get(name)
-		sm.GrantTaskResponse(f.Role)
-		f.Function.AddEnvironment(jsii.String(EnvStateMachineArn), sm.StateMachineArn(), nil)
-	}
-	for _, name := range p.Observers {
-		f := p.Functions.Get(name)
-		sm.GrantExecution(f.Role, jsii.String("states:DescribeExecution"))
-		f.Function.AddEnvironment(jsii.String(EnvStateMachineArn), sm.StateMachineArn(), nil)
-	}
 	return &Workflow{Construct: c, StateMachine: sm, LogGroup: logs, Substitutions: keys}
 }
 
-// substitutions resolves every placeholder of the definition to its step function's ARN; a
-// placeholder that names no step (statemachine.Steps) or a step this stack does not declare
-// fails. It also returns the functions the definition invokes.
+// substitutions resolves every placeholder of the definition to its step function's ARN or
+// its service integration's ARN in the stack's partition; a placeholder that names neither
+// (statemachine.Steps, statemachine.Integrations) or a step this stack does not declare fails.
+// It also returns the functions the definition invokes.
 func substitutions(definition []byte, fs *Functions) (map[string]*string, []string, error) {
 	if err := statemachine.Check(definition); err != nil {
 		return nil, nil, err
 	}
 	used := statemachine.Placeholders(definition)
 	subs := map[string]*string{}
+	for _, i := range statemachine.Integrations {
+		if slices.Contains(used, i.Placeholder) {
+			subs[i.Placeholder] = jsii.String(i.ARN(*awscdk.Aws_PARTITION()))
+		}
+	}
 	var invoked, undeclared []string
 	for _, step := range statemachine.Steps {
 		if !slices.Contains(used, step.Placeholder) {

@@ -37,6 +37,13 @@ func TestEveryPlaceholderInTheASLHasASubstitutionAndEverySubstitutionIsUsed(t *t
 			t.Errorf("substitution %s is not used by the definition", k)
 		}
 	}
+	// The service integrations are named in the stack's own partition.
+	for _, i := range statemachine.Integrations {
+		want := `{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":states:::` + i.Name + `"]]}`
+		if asJSON(subs[i.Placeholder]) != want {
+			t.Errorf("${%s} = %s, want %s", i.Placeholder, asJSON(subs[i.Placeholder]), want)
+		}
+	}
 	// Every saga step is reachable from the definition.
 	for _, step := range statemachine.Steps {
 		if !slices.Contains(placeholders, step.Placeholder) {
@@ -50,6 +57,9 @@ func TestSubstitutionsPointAtTheNamedFunctions(t *testing.T) {
 	_, r := s.byPath(t, "Workflow/StateMachine/Resource")
 	subs := props(r)["DefinitionSubstitutions"].(map[string]any)
 	for k, v := range subs {
+		if _, ok := statemachine.IntegrationFor(k); ok {
+			continue
+		}
 		step, ok := statemachine.StepFor(k)
 		if !ok {
 			t.Errorf("substitution %s names no step", k)
@@ -87,6 +97,14 @@ func TestSubstitutionsRefuseUnknownAndNonStepPlaceholders(t *testing.T) {
 	}
 	if len(subs) != 1 || subs["ClaimFunctionArn"] == nil || !slices.Equal(invoked, []string{"claim"}) {
 		t.Errorf("subs %v invoked %v", subs, invoked)
+	}
+	// An integration is substituted only where the definition uses it.
+	subs, _, err = substitutions([]byte(`"${LambdaInvokeWaitForTaskTokenArn}" "${ClaimFunctionArn}"`), s.stack.Functions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != 2 || subs["LambdaInvokeWaitForTaskTokenArn"] == nil {
+		t.Errorf("subs %v, want the claim step's and the integration's", subs)
 	}
 }
 

@@ -62,6 +62,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,9 +106,12 @@ type Deps struct {
 	StateMachineARN string
 	// MaxSeats bounds seats per reservation (config MaxSeats).
 	MaxSeats int
-	Now      func() time.Time
-	Logger   *slog.Logger
-	Metrics  metrics.Recorder
+	// AllowedOrigins are the browser origins whose pages may read the answers ("*" alone:
+	// any); API Gateway answers the preflight, the function every actual request.
+	AllowedOrigins []string
+	Now            func() time.Time
+	Logger         *slog.Logger
+	Metrics        metrics.Recorder
 }
 
 // Handler serves the API Gateway proxy events of the reservation API.
@@ -154,7 +158,28 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	}
 	h.d.Logger.Log(ctx, level, "api: request", "route", route, "status", resp.StatusCode, "code", code,
 		"requestId", req.RequestContext.RequestID)
-	return resp, nil
+	return h.withCORS(req, resp), nil
+}
+
+// withCORS lets a page of an allowed origin read the answer: a browser that sent the preflight
+// still refuses the page the response unless it names the origin too.
+func (h *Handler) withCORS(req events.APIGatewayProxyRequest, resp events.APIGatewayProxyResponse) events.APIGatewayProxyResponse {
+	origin := ""
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, "Origin") {
+			origin = v
+		}
+	}
+	if origin == "" || !(slices.Contains(h.d.AllowedOrigins, origin) || slices.Equal(h.d.AllowedOrigins, []string{"*"})) {
+		return resp
+	}
+	if resp.Headers == nil {
+		resp.Headers = map[string]string{}
+	}
+	resp.Headers["Access-Control-Allow-Origin"] = origin
+	resp.Headers["Vary"] = "Origin"
+	resp.Headers["Access-Control-Expose-Headers"] = "Retry-After, Location"
+	return resp
 }
 
 func (h *Handler) dispatch(ctx context.Context, route string, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, *Error) {

@@ -32,6 +32,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/secrets"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/webhook"
@@ -98,9 +99,11 @@ type Deps struct {
 	// Sender delivers the consumer's notifications.
 	Sender consumer.Sender
 	// WebhookSecret verifies Stripe's signatures, on timestamps up to WebhookTolerance old
-	// (0: Stripe's 5 minutes).
-	WebhookSecret    string
-	WebhookTolerance time.Duration
+	// (0: Stripe's 5 minutes). WebhookSecretSource, when set, is used instead: a Lambda's is
+	// a cache over Secrets Manager, so a rolled secret is picked up without a cold start.
+	WebhookSecret       string
+	WebhookSecretSource secrets.Source
+	WebhookTolerance    time.Duration
 	// Now, Logger and Metrics default as obs.Defaults says, the same for every handler.
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -117,6 +120,8 @@ type App struct {
 	// Relay is the outbox relay, which the local stack also feeds from its stream reader.
 	Relay    *relay.Relay
 	handlers map[string]any
+	// deps are what FromEnvironment built the handlers from.
+	deps Deps
 }
 
 // Handlers returns each function's Lambda handler by function name.
@@ -132,11 +137,17 @@ func New(d Deps) (*App, error) {
 	return build(d, fns...)
 }
 
-// StripeProvider is the Stripe payment adapter every handler uses: a client for cfg's API base
-// (stripe-go's default when empty) with the given request timeout and stripe-go's retries.
+// StripeProvider is StripeProviderFromSource with a fixed key (the local stack's).
 func StripeProvider(cfg config.Config, key string, timeout time.Duration, logger *slog.Logger) *stripeadapter.Adapter {
+	return StripeProviderFromSource(cfg, secrets.Static(key), timeout, logger)
+}
+
+// StripeProviderFromSource is the Stripe payment adapter every handler uses: a client for
+// cfg's API base (stripe-go's default when empty) with the given request timeout and
+// stripe-go's retries, sending each request with the key keys yields.
+func StripeProviderFromSource(cfg config.Config, keys secrets.Source, timeout time.Duration, logger *slog.Logger) *stripeadapter.Adapter {
 	return stripeadapter.New(stripeadapter.NewClientAPIWithConfig(stripeadapter.ClientConfig{
-		Key: key, BaseURL: cfg.StripeAPIBase, MaxNetworkRetries: stripeadapter.DefaultMaxNetworkRetries,
+		KeySource: keys, BaseURL: cfg.StripeAPIBase, MaxNetworkRetries: stripeadapter.DefaultMaxNetworkRetries,
 		HTTPClient: &http.Client{Timeout: timeout}, Logger: logger,
 	}), logger)
 }
@@ -184,6 +195,7 @@ func (b *builder) handler(fn string) (any, error) {
 			Payments:        d.Payments,
 			StateMachineARN: cfg.StateMachineARN,
 			MaxSeats:        cfg.MaxSeats,
+			AllowedOrigins:  cfg.AllowedOrigins,
 			Now:             d.Now, Logger: d.Logger, Metrics: d.Metrics,
 		})
 		if err != nil {
@@ -196,7 +208,7 @@ func (b *builder) handler(fn string) (any, error) {
 			return nil, err
 		}
 		h, err := webhook.New(webhook.Deps{
-			Verifier: stripeadapter.NewWebhookVerifier(d.WebhookSecret, stripeadapter.WebhookOptions{Now: d.Now, Tolerance: d.WebhookTolerance}),
+			Verifier: stripeadapter.NewWebhookVerifierFromSource(webhookSecretSource(d), stripeadapter.WebhookOptions{Now: d.Now, Tolerance: d.WebhookTolerance}),
 			Payments: d.Payments,
 			Store:    inv,
 			Dedupe:   &webhook.DynamoDedupe{Client: d.DynamoDB, Table: cfg.Tables.Of(tables.ProcessedEventsTable), Now: d.Now},
@@ -250,6 +262,14 @@ func (b *builder) handler(fn string) (any, error) {
 		return h.Handle, nil
 	}
 	return nil, fmt.Errorf("no such function (want one of %v)", functions)
+}
+
+// webhookSecretSource is d's webhook secret source, or its fixed secret.
+func webhookSecretSource(d Deps) secrets.Source {
+	if d.WebhookSecretSource != nil {
+		return d.WebhookSecretSource
+	}
+	return secrets.Static(d.WebhookSecret)
 }
 
 // steps builds the saga steps once, over the shared inventory.

@@ -19,6 +19,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/secrets"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
@@ -151,17 +152,23 @@ func TestLambdaRejectsAnUnknownFunction(t *testing.T) {
 	}
 }
 
-func TestSecretsFromEnvironment(t *testing.T) {
-	readers := map[string]func(context.Context, config.Config, aws.Config) (string, error){
+func TestSecretsAreReadFromTheFunctionsEnvironment(t *testing.T) {
+	readers := map[string]func(context.Context, config.Config, Runtime, secrets.Options) (secrets.Source, error){
 		EnvStripeSecretKey: stripeKey, EnvStripeWebhookSecret: webhookSecret,
 	}
 	for env, read := range readers {
-		t.Setenv(env, "secret")
-		if v, err := read(context.Background(), config.Config{}, aws.Config{}); err != nil || v != "secret" {
+		given := Runtime{Lookup: func(name string) (string, bool) { return "secret", name == env }}
+		src, err := read(context.Background(), config.Config{}, given, secrets.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", env, err)
+		}
+		if v, err := src.Get(context.Background()); err != nil || v != "secret" {
 			t.Fatalf("%s: %q %v", env, v, err)
 		}
-		t.Setenv(env, "")
-		if _, err := read(context.Background(), config.Config{}, aws.Config{}); err == nil {
+		// The process environment is not the function's: a value there is not seen.
+		t.Setenv(env, "secret")
+		none := Runtime{Lookup: func(string) (string, bool) { return "", false }}
+		if _, err := read(context.Background(), config.Config{}, none, secrets.Options{}); err == nil {
 			t.Fatalf("%s: no value and no secret ARN accepted", env)
 		}
 	}

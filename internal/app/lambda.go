@@ -22,6 +22,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/obs"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
+	"github.com/seatsaga/seatsaga/internal/secrets"
 )
 
 // Secrets a Lambda may be given directly (local runs and tests); on AWS each comes from the
@@ -45,10 +46,58 @@ func Lambda(ctx context.Context, function string) any {
 	return h
 }
 
-// FromEnv builds function's handler through build, as the local stack builds it, and makes its
-// logger the default one.
+// FromEnv builds function's handler from the process environment and the AWS SDK's default
+// configuration (credentials, region, AWS_ENDPOINT_URL), as on AWS, and makes its logger the
+// default one.
 func FromEnv(ctx context.Context, function string) (any, error) {
-	d, err := envDeps(ctx, function)
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("app: aws config: %w", err)
+	}
+	a, err := FromEnvironment(ctx, function, Runtime{Lookup: os.LookupEnv, AWS: awsCfg})
+	if err != nil {
+		return nil, err
+	}
+	slog.SetDefault(a.deps.Logger)
+	return a.handlers[function], nil
+}
+
+// Runtime is what a function runs with besides its environment variables. On AWS it is the
+// process environment and the SDK's configuration; the local stack gives each function the
+// environment its deployment spec renders, credentials of its own against the local endpoints,
+// and the stack's clock and sinks, so that a function missing a variable or a grant fails
+// locally as it would on AWS.
+type Runtime struct {
+	// Lookup reads an environment variable.
+	Lookup func(string) (string, bool)
+	// AWS is the SDK configuration every client is built from (credentials, region, base
+	// endpoint).
+	AWS aws.Config
+
+	// The rest are the local stack's: zero values are what a Lambda uses.
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Metrics metrics.Recorder
+	// Sender delivers the consumer's notifications (default: logged).
+	Sender consumer.Sender
+	// StripeTimeout bounds one exchange with Stripe (default stripeadapter.DefaultHTTPTimeout).
+	StripeTimeout time.Duration
+	// WebhookTolerance is how old a webhook signature may be (default Stripe's 5 minutes).
+	WebhookTolerance time.Duration
+	// ReconcileAttempts and ReconcileBackoff override the saga's defaults when positive.
+	ReconcileAttempts int
+	ReconcileBackoff  time.Duration
+	// DynamoDBOptions adjust the DynamoDB client (the local stack injects faults with them).
+	DynamoDBOptions []func(*dynamodb.Options)
+}
+
+// FromEnvironment builds function's handler, and what it shares (App.Steps, App.Relay), from
+// rt: the configuration from rt.Lookup, and the clients and secrets function uses and no
+// others. The relay publishes to EventBridge and touches no table, the consumer needs neither
+// payments nor Step Functions, claim holds no Stripe key, and only the webhook reads the
+// signing secret.
+func FromEnvironment(ctx context.Context, function string, rt Runtime) (*App, error) {
+	d, err := runtimeDeps(ctx, function, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -56,55 +105,73 @@ func FromEnv(ctx context.Context, function string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	slog.SetDefault(d.Logger)
-	return a.handlers[function], nil
+	a.deps = d
+	return a, nil
 }
 
-// envDeps reads, once per cold start, the configuration, the AWS SDK's configuration, a JSON
-// logger, the real clock, and the clients and secrets function uses and no others: the relay
-// publishes to EventBridge and touches no table, the consumer needs neither payments nor Step
-// Functions, only the webhook reads the signing secret. DYNAMODB_ENDPOINT and SFN_ENDPOINT
-// override the endpoints.
-func envDeps(ctx context.Context, function string) (Deps, error) {
+func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error) {
 	if !slices.Contains(functions, function) {
 		return Deps{}, fmt.Errorf("app: no function %q", function)
 	}
-	cfg, err := config.FromEnv()
+	if rt.Lookup == nil {
+		rt.Lookup = func(string) (string, bool) { return "", false }
+	}
+	cfg, err := config.FromLookup(rt.Lookup)
 	if err != nil {
 		return Deps{}, fmt.Errorf("app: config: %w", err)
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return Deps{}, fmt.Errorf("app: aws config: %w", err)
+	logger := rt.Logger
+	if logger == nil {
+		logger = obs.NewLogger(os.Stdout, obs.LevelFromEnv(rt.Lookup))
 	}
-	d := Deps{Config: cfg, Now: time.Now, Logger: obs.FromEnv()}
+	now := rt.Now
+	if now == nil {
+		now = time.Now
+	}
+	d := Deps{Config: cfg, Now: now, Logger: logger, Metrics: rt.Metrics,
+		WebhookTolerance: rt.WebhookTolerance, ReconcileAttempts: rt.ReconcileAttempts, ReconcileBackoff: rt.ReconcileBackoff}
 	switch function {
 	case FnRelay:
-		d.Bus = eventbridge.NewFromConfig(awsCfg)
-		d.Metrics = serviceMetrics(cfg, function)
+		d.Bus = eventbridge.NewFromConfig(rt.AWS)
+		if d.Metrics == nil {
+			d.Metrics = serviceMetrics(cfg, function)
+		}
 		return d, nil
 	case FnConsumer:
-		// It logs the notifications it would send.
-		d.DynamoDB = dynamoDB(cfg, awsCfg)
-		d.Sender = consumer.LogSender{Log: d.Logger}
-		d.Metrics = serviceMetrics(cfg, function)
+		d.DynamoDB = dynamoDB(cfg, rt)
+		d.Sender = rt.Sender
+		if d.Sender == nil {
+			// It logs the notifications it would send.
+			d.Sender = consumer.LogSender{Log: d.Logger}
+		}
+		if d.Metrics == nil {
+			d.Metrics = serviceMetrics(cfg, function)
+		}
 		return d, nil
 	}
 	// The rest reserve and pay.
-	d.DynamoDB, d.SFN = dynamoDB(cfg, awsCfg), stepFunctions(cfg, awsCfg)
-	d.Metrics = emf.New(os.Stdout, cfg.MetricsNamespace)
+	d.DynamoDB, d.SFN = dynamoDB(cfg, rt), stepFunctions(cfg, rt.AWS)
+	if d.Metrics == nil {
+		d.Metrics = emf.New(os.Stdout, cfg.MetricsNamespace)
+	}
 	if function == FnClaim {
 		// Claim only holds seats: its role reads no Stripe secret, so it gets none.
 		d.Payments = payment.Unavailable{Why: "the claim function has no payment access"}
 		return d, nil
 	}
-	key, err := stripeKey(ctx, cfg, awsCfg)
+	// The secrets' caches log and tell time as the handlers do.
+	cacheOpts := secrets.Options{Now: d.Now, Logger: d.Logger}
+	keys, err := stripeKey(ctx, cfg, rt, cacheOpts)
 	if err != nil {
 		return Deps{}, err
 	}
-	d.Payments = StripeProvider(cfg, key, stripeadapter.DefaultHTTPTimeout, d.Logger)
+	timeout := rt.StripeTimeout
+	if timeout <= 0 {
+		timeout = stripeadapter.DefaultHTTPTimeout
+	}
+	d.Payments = StripeProviderFromSource(cfg, keys, timeout, d.Logger)
 	if function == FnWebhook {
-		if d.WebhookSecret, err = webhookSecret(ctx, cfg, awsCfg); err != nil {
+		if d.WebhookSecretSource, err = webhookSecret(ctx, cfg, rt, cacheOpts); err != nil {
 			return Deps{}, err
 		}
 	}
@@ -120,13 +187,16 @@ func serviceMetrics(cfg config.Config, service string) metrics.Recorder {
 // dynamoDB returns the AWS config's DynamoDB client, with the endpoint overridden when one is
 // set. A loopback endpoint is DynamoDB Local, which sends no CRC32 with cancelled
 // transactions, so response checksums are not validated there.
-func dynamoDB(cfg config.Config, awsCfg aws.Config) *dynamodb.Client {
-	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+func dynamoDB(cfg config.Config, rt Runtime) *dynamodb.Client {
+	opts := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		if cfg.DynamoDBEndpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
-			o.DisableValidateResponseChecksum = config.LoopbackEndpoint(cfg.DynamoDBEndpoint)
 		}
-	})
+		if o.BaseEndpoint != nil {
+			o.DisableValidateResponseChecksum = config.LoopbackEndpoint(*o.BaseEndpoint)
+		}
+	}}, rt.DynamoDBOptions...)
+	return dynamodb.NewFromConfig(rt.AWS, opts...)
 }
 
 // stepFunctions returns a Step Functions client: the AWS config's, or the local engine's when
@@ -139,33 +209,46 @@ func stepFunctions(cfg config.Config, awsCfg aws.Config) *sfn.Client {
 	})
 }
 
-// stripeKey returns the Stripe secret key: SEATSAGA_STRIPE_SECRET_KEY when set, else the
-// Secrets Manager secret cfg.StripeSecretARN (its string value is the key). Never logged.
-func stripeKey(ctx context.Context, cfg config.Config, awsCfg aws.Config) (string, error) {
-	return secret(ctx, awsCfg, "Stripe key", EnvStripeSecretKey, config.EnvStripeSecretARN, cfg.StripeSecretARN)
+// stripeKey returns the source of the Stripe secret key: SEATSAGA_STRIPE_SECRET_KEY when set,
+// else the Secrets Manager secret cfg.StripeSecretARN (its string value is the key). Never
+// logged.
+func stripeKey(ctx context.Context, cfg config.Config, rt Runtime, opts secrets.Options) (secrets.Source, error) {
+	opts.Name = "Stripe key"
+	return secret(ctx, rt, opts, EnvStripeSecretKey, config.EnvStripeSecretARN, cfg.StripeSecretARN)
 }
 
-// webhookSecret returns the Stripe webhook signing secret: SEATSAGA_STRIPE_WEBHOOK_SECRET when
-// set, else the Secrets Manager secret cfg.StripeWebhookSecretARN. Never logged.
-func webhookSecret(ctx context.Context, cfg config.Config, awsCfg aws.Config) (string, error) {
-	return secret(ctx, awsCfg, "webhook", EnvStripeWebhookSecret, config.EnvStripeWebhookSecretARN, cfg.StripeWebhookSecretARN)
+// webhookSecret returns the source of the Stripe webhook signing secret:
+// SEATSAGA_STRIPE_WEBHOOK_SECRET when set, else the Secrets Manager secret
+// cfg.StripeWebhookSecretARN. Never logged.
+func webhookSecret(ctx context.Context, cfg config.Config, rt Runtime, opts secrets.Options) (secrets.Source, error) {
+	opts.Name = "webhook"
+	return secret(ctx, rt, opts, EnvStripeWebhookSecret, config.EnvStripeWebhookSecretARN, cfg.StripeWebhookSecretARN)
 }
 
-// secret reads a secret once per cold start: the variable env when set, else the string value
-// of the Secrets Manager secret arn (named by the variable arnEnv).
-func secret(ctx context.Context, awsCfg aws.Config, what, env, arnEnv, arn string) (string, error) {
-	if v := os.Getenv(env); v != "" {
-		return v, nil
+// secret returns a secret's source: the variable env, fixed, when set; else a cache over the
+// string value of the Secrets Manager secret arn (named by the variable arnEnv), so that a
+// rotation is picked up within the cache's TTL, or at once when Stripe refuses the old value.
+// The cache is read once here: a missing or unreadable secret still fails the cold start,
+// and the first request does not wait for Secrets Manager.
+func secret(ctx context.Context, rt Runtime, opts secrets.Options, env, arnEnv, arn string) (secrets.Source, error) {
+	if v, ok := rt.Lookup(env); ok && v != "" {
+		return secrets.Static(v), nil
 	}
 	if arn == "" {
-		return "", fmt.Errorf("app: set %s or %s", arnEnv, env)
+		return nil, fmt.Errorf("app: set %s or %s", arnEnv, env)
 	}
-	out, err := secretsmanager.NewFromConfig(awsCfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
-	if err != nil {
-		return "", fmt.Errorf("app: read the %s secret: %w", what, err)
+	sm := secretsmanager.NewFromConfig(rt.AWS)
+	what := opts.Name
+	cache := secrets.New(func(ctx context.Context) (string, error) {
+		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+		if err != nil {
+			return "", fmt.Errorf("app: read the %s secret: %w", what, err)
+		}
+		// An empty value is refused by the cache (secrets.ErrEmpty), which keeps the last one.
+		return aws.ToString(out.SecretString), nil
+	}, opts)
+	if _, err := cache.Get(ctx); err != nil {
+		return nil, err
 	}
-	if out.SecretString == nil || *out.SecretString == "" {
-		return "", fmt.Errorf("app: the %s secret is empty", what)
-	}
-	return *out.SecretString, nil
+	return cache, nil
 }

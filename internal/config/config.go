@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/tables"
@@ -27,6 +28,9 @@ const (
 	EnvMaxSeats               = "SEATSAGA_MAX_SEATS"
 	EnvSweepGraceSeconds      = "SEATSAGA_SWEEP_GRACE_SECONDS"
 	EnvMetricsNamespace       = "SEATSAGA_METRICS_NAMESPACE"
+	// EnvAllowedOrigins lists, comma-separated, the browser origins the api answers may be
+	// read by.
+	EnvAllowedOrigins = "SEATSAGA_ALLOWED_ORIGINS"
 	// Endpoint overrides, set only when the handlers run against local services.
 	EnvDynamoDBEndpoint = "DYNAMODB_ENDPOINT"
 	EnvSFNEndpoint      = "SFN_ENDPOINT"
@@ -46,6 +50,7 @@ type Config struct {
 	MaxSeats               int
 	SweepGrace             time.Duration
 	MetricsNamespace       string
+	AllowedOrigins         []string
 	DynamoDBEndpoint       string
 	SFNEndpoint            string
 }
@@ -82,6 +87,11 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		MetricsNamespace:       get(EnvMetricsNamespace, DefaultMetricsNamespace),
 		DynamoDBEndpoint:       get(EnvDynamoDBEndpoint, ""),
 		SFNEndpoint:            get(EnvSFNEndpoint, ""),
+	}
+	for _, o := range strings.Split(get(EnvAllowedOrigins, ""), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+		}
 	}
 	var err error
 	if cfg.Hold, err = seconds(get(EnvHoldSeconds, ""), DefaultHold); err != nil {

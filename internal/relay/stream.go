@@ -51,6 +51,11 @@ func NewLocalStreamsClient(endpoint string) *dynamodbstreams.Client {
 	})
 }
 
+// BatchHandler handles one batch of stream records, as the relay function does.
+type BatchHandler interface {
+	Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
+}
+
 // StreamReader plays Lambda's DynamoDB event source mapping on the local stack: it reads the
 // Outbox stream shard by shard (parents before children) with DescribeStream,
 // GetShardIterator and GetRecords, hands each batch to Relay.Handle as the same
@@ -59,7 +64,9 @@ func NewLocalStreamsClient(endpoint string) *dynamodbstreams.Client {
 type StreamReader struct {
 	Streams   StreamsAPI
 	StreamARN string
-	Relay     *Relay
+	// Relay handles each batch: the relay itself, or (on the local stack) an invocation of the
+	// relay function, as the event source mapping invokes it.
+	Relay BatchHandler
 	// StartAt is where a shard is first read: TRIM_HORIZON (default) or LATEST.
 	StartAt streamtypes.ShardIteratorType
 	// BatchSize is GetRecords' Limit (Lambda's default batch size, 100, when zero).

@@ -563,7 +563,7 @@ func TestDefinitionPolicy(t *testing.T) {
 		if st.Type != "Task" {
 			continue
 		}
-		wait := st.Resource == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+		wait := st.Resource == "${LambdaInvokeWaitForTaskTokenArn}"
 		if wait && len(st.Retry) > 0 {
 			t.Errorf("%s has a Retry: a retried attempt would wait a whole timeout again", name)
 		}

@@ -182,7 +182,7 @@ func respond(status int, body any) events.APIGatewayProxyResponse {
 // Process handles one delivery. The error is a *payment.WebhookRejected for a bad signature,
 // errRetryLater, or a failure worth a redelivery.
 func (h *Handler) Process(ctx context.Context, payload []byte, signatureHeader string) (Result, error) {
-	ev, err := h.d.Verifier.VerifyWebhook(payload, signatureHeader)
+	ev, err := verify(ctx, h.d.Verifier, payload, signatureHeader)
 	if err != nil {
 		h.d.Metrics.Count("WebhookRejected", 1)
 		h.d.Logger.WarnContext(ctx, "webhook: rejected", "error", err.Error())
@@ -229,6 +229,19 @@ func (h *Handler) Process(ctx context.Context, payload []byte, signatureHeader s
 	h.count(res.Action)
 	log.InfoContext(ctx, "webhook: processed", "action", string(res.Action))
 	return res, nil
+}
+
+// contextVerifier is a verifier that may read its secret while verifying (the Stripe adapter's
+// does, from Secrets Manager through a cache), and so wants the request's context.
+type contextVerifier interface {
+	VerifyWebhookContext(ctx context.Context, payload []byte, signatureHeader string) (payment.Event, error)
+}
+
+func verify(ctx context.Context, v payment.WebhookVerifier, payload []byte, signatureHeader string) (payment.Event, error) {
+	if cv, ok := v.(contextVerifier); ok {
+		return cv.VerifyWebhookContext(ctx, payload, signatureHeader)
+	}
+	return v.VerifyWebhook(payload, signatureHeader)
 }
 
 func (h *Handler) count(a Action) {

@@ -24,6 +24,10 @@ func Classify(op payment.Op, paymentIntentID string, err error) error {
 	if errors.As(err, &stripeErr) {
 		return classifyStripeError(op, paymentIntentID, stripeErr)
 	}
+	var noKey *keyUnavailableError
+	if errors.As(err, &noKey) {
+		return &payment.Uncertain{Op: op, PaymentIntentID: paymentIntentID, Reason: "credentials_unavailable", Err: err}
+	}
 	return &payment.Uncertain{Op: op, PaymentIntentID: paymentIntentID, Reason: transportReason(err), Err: err}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/client"
+
+	"github.com/seatsaga/seatsaga/internal/secrets"
 )
 
 // DefaultMaxNetworkRetries is how often stripe-go itself retries a request that failed in
@@ -25,8 +27,14 @@ const DefaultHTTPTimeout = 10 * time.Second
 // ClientConfig describes the *client.API that callers (Lambda wiring, tests, the local
 // stack) build once and hand to New.
 type ClientConfig struct {
-	// Key is the secret API key (sk_test_… / sk_live_… / rk_…). Never logged.
+	// Key is the secret API key (sk_test_… / sk_live_… / rk_…), used when KeySource is nil.
+	// Never logged.
 	Key string
+	// KeySource, when set, supplies the key for every request instead of Key, so that a
+	// rotated key is picked up without a cold start (see secrets.Cache). A request Stripe
+	// refuses for its key (HTTP 401) invalidates the source and is sent once more if the
+	// source then yields another key.
+	KeySource secrets.Source
 	// BaseURL is the API endpoint: https://api.stripe.com, stripe-mock or the simulator.
 	BaseURL string
 	// HTTPClient carries the timeout; nil means an http.Client with DefaultHTTPTimeout.
@@ -74,6 +82,12 @@ func NewClientAPIWithConfig(cfg ClientConfig) *client.API {
 		API:     stripe.GetBackendWithConfig(stripe.APIBackend, backendConfig()),
 		Connect: stripe.GetBackendWithConfig(stripe.ConnectBackend, backendConfig()),
 		Uploads: stripe.GetBackendWithConfig(stripe.UploadsBackend, backendConfig()),
+	}
+	if cfg.KeySource != nil {
+		log := logger.With("component", "payment.stripe")
+		for _, b := range []*stripe.Backend{&backends.API, &backends.Connect, &backends.Uploads} {
+			*b = &keyedBackend{Backend: *b, keys: cfg.KeySource, log: log}
+		}
 	}
 	return client.New(cfg.Key, backends)
 }

@@ -2,8 +2,10 @@ package stripeadapter
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v76/webhook"
 
 	"github.com/seatsaga/seatsaga/internal/payment"
+	"github.com/seatsaga/seatsaga/internal/secrets"
 )
 
 // WebhookOptions tunes a WebhookVerifier.
@@ -23,27 +26,50 @@ type WebhookOptions struct {
 	Now func() time.Time
 }
 
-// WebhookVerifier verifies Stripe-Signature headers with one endpoint secret.
+// WebhookVerifier verifies Stripe-Signature headers with the endpoint secret its source
+// yields.
 type WebhookVerifier struct {
-	secret string
+	secret secrets.Source
 	opts   WebhookOptions
 }
 
 var _ payment.WebhookVerifier = (*WebhookVerifier)(nil)
 
-// NewWebhookVerifier returns a verifier for the endpoint secret (whsec_…).
+// NewWebhookVerifier returns a verifier for the fixed endpoint secret (whsec_…).
 func NewWebhookVerifier(secret string, opts WebhookOptions) *WebhookVerifier {
+	return NewWebhookVerifierFromSource(secrets.Static(secret), opts)
+}
+
+// NewWebhookVerifierFromSource returns a verifier that reads the endpoint secret from src on
+// every event (a secrets.Cache makes that cheap), so a rolled secret is picked up on the
+// first event signed with it rather than at the next cold start. A nil src rejects every
+// event, like an empty secret.
+func NewWebhookVerifierFromSource(src secrets.Source, opts WebhookOptions) *WebhookVerifier {
+	if src == nil {
+		src = secrets.Static("")
+	}
 	if opts.Tolerance <= 0 {
 		opts.Tolerance = webhook.DefaultTolerance
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &WebhookVerifier{secret: secret, opts: opts}
+	return &WebhookVerifier{secret: src, opts: opts}
 }
 
-// VerifyWebhook checks the signature over the exact payload bytes and the timestamp against
-// the tolerance, then decodes the event. Any failure is a *payment.WebhookRejected.
+// VerifyWebhook is VerifyWebhookContext without a request context.
+func (v *WebhookVerifier) VerifyWebhook(payload []byte, signatureHeader string) (payment.Event, error) {
+	return v.VerifyWebhookContext(context.Background(), payload, signatureHeader)
+}
+
+// VerifyWebhookContext checks the signature over the exact payload bytes and the timestamp
+// against the tolerance, then decodes the event. Any failure is a *payment.WebhookRejected;
+// ctx bounds reading the secret.
+//
+// A signature that does not verify with the current secret may be signed with a newer one:
+// the verifier invalidates its source and, if that yields another secret, checks once more.
+// The source rate-limits the refetch, so a flood of forged signatures cannot turn into a
+// flood of Secrets Manager calls.
 //
 // stripe-go checks the timestamp against the wall clock; the verifier asks it for the
 // signature only and applies the same timestamp rule with its own clock, so a simulated clock
@@ -56,11 +82,21 @@ func NewWebhookVerifier(secret string, opts WebhookOptions) *WebhookVerifier {
 // version, but reads only the fields every version shares (id, type, created, livemode,
 // api_version, and the object's id, object, status, metadata, payment_intent,
 // last_payment_error and refunded) and reports the mismatch in Event.APIVersionMismatch.
-func (v *WebhookVerifier) VerifyWebhook(payload []byte, signatureHeader string) (payment.Event, error) {
-	if v.secret == "" {
+func (v *WebhookVerifier) VerifyWebhookContext(ctx context.Context, payload []byte, signatureHeader string) (payment.Event, error) {
+	secret, err := v.secret.Get(ctx)
+	switch {
+	case err != nil:
+		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature, Err: fmt.Errorf("no endpoint secret: %w", err)}
+	case secret == "":
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature, Err: errors.New("no endpoint secret configured")}
 	}
-	err := webhook.ValidatePayloadIgnoringTolerance(payload, signatureHeader, v.secret)
+	err = webhook.ValidatePayloadIgnoringTolerance(payload, signatureHeader, secret)
+	if errors.Is(err, webhook.ErrNoValidSignature) {
+		v.secret.Invalidate()
+		if fresh, ferr := v.secret.Get(ctx); ferr == nil && fresh != "" && fresh != secret {
+			err = webhook.ValidatePayloadIgnoringTolerance(payload, signatureHeader, fresh)
+		}
+	}
 	switch {
 	case errors.Is(err, webhook.ErrNotSigned):
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookNotSigned, Err: err}

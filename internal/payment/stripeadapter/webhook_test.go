@@ -18,6 +18,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
+	"github.com/seatsaga/seatsaga/internal/secrets"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
@@ -428,5 +429,128 @@ func TestSimulatorSignatureMatchesStripe(t *testing.T) {
 	var decoded map[string]any
 	if err := json.Unmarshal(payload, &decoded); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// webhookSecretRig is a verifier whose secret comes from a cache over a secret store that
+// started out holding whsec_before.
+type webhookSecretRig struct {
+	verifier *stripeadapter.WebhookVerifier
+	store    *secretStore
+	clock    *clock.Fake
+}
+
+func newWebhookSecretRig(t *testing.T) *webhookSecretRig {
+	t.Helper()
+	fake := clock.NewFake(verifyAt)
+	st := &secretStore{value: "whsec_before"}
+	cache := secrets.New(st.fetch, secrets.Options{Name: "webhook secret", Now: fake.Now, Logger: quietLogger()})
+	if _, err := cache.Get(context.Background()); err != nil { // the cold start's read
+		t.Fatal(err)
+	}
+	return &webhookSecretRig{
+		verifier: stripeadapter.NewWebhookVerifierFromSource(cache, stripeadapter.WebhookOptions{Now: fake.Now}),
+		store:    st, clock: fake,
+	}
+}
+
+func (r *webhookSecretRig) verify(payload []byte, secret string) error {
+	_, err := r.verifier.VerifyWebhookContext(context.Background(), payload, signed(payload, secret, r.clock.Now()))
+	return err
+}
+
+func webhookFixture(t *testing.T) []byte {
+	t.Helper()
+	payload, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "stripe", "payment_intent.succeeded.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return payload
+}
+
+func isBadSignature(err error) bool {
+	var rejected *payment.WebhookRejected
+	return errors.As(err, &rejected) && rejected.Reason == payment.WebhookBadSignature
+}
+
+// TestVerifierPicksUpRolledSecretOnFirstEvent: the first event signed with a rolled secret
+// makes the verifier reread the secret and accept it, long before the TTL; later events
+// verify from the cache.
+func TestVerifierPicksUpRolledSecretOnFirstEvent(t *testing.T) {
+	rig := newWebhookSecretRig(t)
+	payload := webhookFixture(t)
+	rig.store.set("whsec_after", nil)
+
+	if err := rig.verify(payload, "whsec_after"); err != nil {
+		t.Fatalf("event signed with the rolled secret: %v", err)
+	}
+	if err := rig.verify(payload, "whsec_after"); err != nil {
+		t.Fatalf("second event signed with the rolled secret: %v", err)
+	}
+	if n := rig.store.reads.Load(); n != 2 {
+		t.Fatalf("secret reads = %d, want 2 (cold start, one refresh)", n)
+	}
+	// The control: a verifier that keeps the secret it started with rejects the same event.
+	static := stripeadapter.NewWebhookVerifier("whsec_before", stripeadapter.WebhookOptions{Now: rig.clock.Now})
+	if _, err := static.VerifyWebhook(payload, signed(payload, "whsec_after", rig.clock.Now())); !isBadSignature(err) {
+		t.Fatalf("fixed-secret verifier: err = %v, want bad_signature", err)
+	}
+}
+
+// TestVerifierRejectsForgedFloodWithOneReadPerWindow: forged signatures are all rejected, and
+// however many arrive, they cost at most one secret read per rate-limit window.
+func TestVerifierRejectsForgedFloodWithOneReadPerWindow(t *testing.T) {
+	rig := newWebhookSecretRig(t)
+	payload := webhookFixture(t)
+	rig.store.set("whsec_after", nil)
+	for range 100 {
+		if err := rig.verify(payload, "whsec_forged"); !isBadSignature(err) {
+			t.Fatalf("forged event: err = %v, want bad_signature", err)
+		}
+	}
+	if n := rig.store.reads.Load(); n != 2 {
+		t.Fatalf("secret reads after 100 forged events = %d, want 2 (cold start, one refresh)", n)
+	}
+	// The flood's one refresh picked up the rolled secret, so a genuine event needs no read.
+	if err := rig.verify(payload, "whsec_after"); err != nil {
+		t.Fatalf("genuine event during the flood: %v", err)
+	}
+	rig.clock.Advance(secrets.DefaultMinRefetch)
+	for range 100 {
+		if err := rig.verify(payload, "whsec_forged"); !isBadSignature(err) {
+			t.Fatalf("forged event: err = %v, want bad_signature", err)
+		}
+	}
+	if n := rig.store.reads.Load(); n != 3 {
+		t.Fatalf("secret reads after a second window of forged events = %d, want 3", n)
+	}
+}
+
+// TestVerifierKeepsToleranceWithRolledSecret: a rolled secret does not excuse an old
+// timestamp.
+func TestVerifierKeepsToleranceWithRolledSecret(t *testing.T) {
+	rig := newWebhookSecretRig(t)
+	payload := webhookFixture(t)
+	rig.store.set("whsec_after", nil)
+	_, err := rig.verifier.VerifyWebhookContext(context.Background(), payload, signed(payload, "whsec_after", rig.clock.Now().Add(-6*time.Minute)))
+	var rejected *payment.WebhookRejected
+	if !errors.As(err, &rejected) || rejected.Reason != payment.WebhookStaleTimestamp {
+		t.Fatalf("err = %v, want stale_timestamp", err)
+	}
+}
+
+// TestVerifierWithoutSecretRejects: a source that cannot produce a secret rejects every event
+// rather than accepting any.
+func TestVerifierWithoutSecretRejects(t *testing.T) {
+	payload := webhookFixture(t)
+	failing := secrets.New(func(context.Context) (string, error) { return "", errors.New("secrets manager unavailable") },
+		secrets.Options{Logger: quietLogger()})
+	for name, v := range map[string]*stripeadapter.WebhookVerifier{
+		"failing source": stripeadapter.NewWebhookVerifierFromSource(failing, stripeadapter.WebhookOptions{Now: fixedNow}),
+		"nil source":     stripeadapter.NewWebhookVerifierFromSource(nil, stripeadapter.WebhookOptions{Now: fixedNow}),
+	} {
+		if _, err := v.VerifyWebhook(payload, signed(payload, "", verifyAt)); !isBadSignature(err) {
+			t.Fatalf("%s: err = %v, want bad_signature", name, err)
+		}
 	}
 }

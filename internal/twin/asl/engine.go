@@ -55,6 +55,9 @@ type Engine struct {
 	tokMu    sync.Mutex
 	tokens   map[string]*tokenWait
 	finished map[string]error // tokens no longer waiting: why (ErrTaskTimedOut or ErrTaskDoesNotExist)
+	// machines names the state machine of every token open or remembered as finished: the
+	// resource Step Functions authorizes SendTask* on.
+	machines map[string]string
 	// finishedOrder lists finished tokens oldest first, to bound the map.
 	finishedOrder []string
 }
@@ -62,7 +65,7 @@ type Engine struct {
 // NewEngine returns an engine.
 func NewEngine(o Options) *Engine {
 	e := &Engine{clock: o.Clock, invoker: o.Invoker, mocker: o.Mocker, region: o.Region, log: o.Logger, jitter: o.Jitter,
-		tokens: map[string]*tokenWait{}, finished: map[string]error{}}
+		tokens: map[string]*tokenWait{}, finished: map[string]error{}, machines: map[string]string{}}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}
@@ -446,6 +449,7 @@ func (e *Engine) newToken(x *Execution) (string, *tokenWait) {
 	tw := &tokenWait{result: make(chan outcome, 1), x: x}
 	e.tokMu.Lock()
 	e.tokens[tok] = tw
+	e.machines[tok] = x.StateMachineARN
 	e.tokMu.Unlock()
 	return tok, tw
 }
@@ -463,6 +467,7 @@ func (e *Engine) retire(tok string, why error) {
 		e.finishedOrder = append(e.finishedOrder, tok)
 		if len(e.finishedOrder) > finishedTokenLimit {
 			delete(e.finished, e.finishedOrder[0])
+			delete(e.machines, e.finishedOrder[0])
 			e.finishedOrder = e.finishedOrder[1:]
 		}
 	}
@@ -499,6 +504,15 @@ func (e *Engine) lookupToken(tok string) (*tokenWait, error) {
 		return nil, why
 	}
 	return nil, ErrTaskDoesNotExist
+}
+
+// TokenStateMachine returns the ARN of the state machine whose execution issued token, for a
+// token still waiting or remembered as finished.
+func (e *Engine) TokenStateMachine(token string) (string, bool) {
+	e.tokMu.Lock()
+	defer e.tokMu.Unlock()
+	arn, ok := e.machines[token]
+	return arn, ok
 }
 
 // SendTaskSuccess completes the task waiting on token with output (JSON).

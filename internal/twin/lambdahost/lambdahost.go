@@ -82,6 +82,7 @@ type function struct {
 	name    string
 	arn     string
 	fn      *lambda.Function
+	proc    *Process // set instead of fn for a function served by a real process
 	timeout time.Duration
 	sem     chan struct{}
 
@@ -470,6 +471,9 @@ func (h *Host) invoke(ctx context.Context, f *function, call invocation) result 
 // applies the deadline and shapes errors and panics exactly as the Go runtime reports them. A
 // handler still running at its timeout is abandoned and the caller told so, as Lambda does.
 func (h *Host) run(f *function, call invocation) result {
+	if f.proc != nil {
+		return h.runProcess(f, call)
+	}
 	deadline := time.Now().Add(f.timeout)
 	req := &messages.InvokeRequest{
 		Payload:            call.payload,

@@ -22,6 +22,7 @@ package stack
 
 import (
 	"github.com/seatsaga/seatsaga/internal/app"
+	"github.com/seatsaga/seatsaga/internal/deploy"
 	"log/slog"
 	"time"
 
@@ -78,6 +79,8 @@ type Config struct {
 	Hold time.Duration
 	// MaxSeats bounds seats per reservation (default config.DefaultMaxSeats).
 	MaxSeats int
+	// AllowedOrigins are the browser origins the api's answers name (none by default).
+	AllowedOrigins []string
 	// LateSuccessPolicy is "reacquire" (default) or "void".
 	LateSuccessPolicy string
 	// SweepGrace is how long past a hold's deadline the sweeper waits before acting (default
@@ -116,6 +119,10 @@ type Config struct {
 	// a non-nil answer fails that call with it, before anything is sent, as a throttle or an
 	// outage would. Tests use it to fail one precise write.
 	DynamoDBFault func(op string, params any) error
+
+	// Functions are the specs the stack deploys (nil: deploy.Functions()); the control tests
+	// take a grant or a variable away to show the stack refuses what AWS would.
+	Functions []deploy.Function
 
 	// Logger receives the structured logs of every component (nil discards them).
 	Logger *slog.Logger

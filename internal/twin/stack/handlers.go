@@ -3,11 +3,20 @@ package stack
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/seatsaga/seatsaga/internal/app"
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/consumer"
+	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/relay"
+	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/awsgate"
 )
 
 // LocalStripeKey is the secret key the handlers present to the payment simulator.
@@ -16,57 +25,151 @@ const LocalStripeKey = "sk_test_seatsaga_local"
 // EventBusName is the local bus the relay publishes to.
 const EventBusName = "seatsaga-local"
 
-// appConfig is the configuration a Lambda's environment would carry on AWS, pointed at the local
-// services.
-func (st *Stack) appConfig() config.Config {
-	return config.Config{
-		Stage:             "local",
-		Tables:            st.Names,
-		StateMachineARN:   st.StateMachineARN,
-		EventBusName:      EventBusName,
-		StripeAPIBase:     st.Endpoints.Payments,
-		LateSuccessPolicy: st.cfg.LateSuccessPolicy,
-		Hold:              st.cfg.Hold,
-		MaxSeats:          st.cfg.MaxSeats,
-		SweepGrace:        st.cfg.SweepGrace,
-		MetricsNamespace:  config.DefaultMetricsNamespace,
-		DynamoDBEndpoint:  st.Endpoints.DynamoDB,
-		SFNEndpoint:       st.Endpoints.StepFunctions,
-	}
+// adminAccessKeyID signs the stack's own clients (seeding, checks), which may do anything, as
+// the account that deployed the stack may. DynamoDB Local keeps one database per access key
+// id, so it is also the id every call reaches DynamoDB Local under.
+const adminAccessKeyID = awsgate.DefaultDynamoDBAccessKeyID
+
+// AccessKeyID is the access key id a function's calls are signed with; the gate knows it as
+// that function's role, allowed exactly what the function's spec grants.
+func AccessKeyID(function string) string {
+	return "ASIALOCAL" + strings.ToUpper(function)
 }
 
-// registerHandlers builds every handler as the Lambda mains build theirs (internal/app), with
-// the local clients, the stack's clock and its metrics, and registers each under its function
-// name. The in-memory bus exists only when the relay runs: without one the outbox is left
-// unpublished and the checks skip the bus.
-func (st *Stack) registerHandlers(ctx context.Context) error {
-	st.Notifications = &consumer.MemorySender{}
-	d := app.Deps{
-		Config:            st.AppConfig,
-		DynamoDB:          st.DynamoDB,
-		SFN:               st.SFN,
-		Payments:          app.StripeProvider(st.AppConfig, LocalStripeKey, st.cfg.PaymentsTimeout, st.log),
-		Sender:            st.Notifications,
-		WebhookSecret:     st.WebhookSecret,
-		WebhookTolerance:  st.cfg.WebhookTolerance,
-		Now:               st.Clock.Now,
-		Logger:            st.log,
-		Metrics:           st.Metrics,
-		ReconcileAttempts: st.cfg.ReconcileAttempts,
-		ReconcileBackoff:  st.cfg.ReconcileBackoff,
-	}
-	if !st.cfg.DisableRelay {
-		st.Bus = relay.NewMemoryBus()
-		st.Bus.Region, st.Bus.AccountID, st.Bus.Now = Region, AccountID, st.Clock.Now
-		d.Bus = st.Bus
-	}
-	a, err := app.New(d)
+// FunctionCredentials are the credentials of a function's role, as Lambda hands them to the
+// function in its environment.
+func FunctionCredentials(function string) aws.Credentials {
+	return aws.Credentials{AccessKeyID: AccessKeyID(function), SecretAccessKey: "local", SessionToken: "local", Source: "twin"}
+}
+
+// startGate starts the front door every function's AWS calls go through: it forwards DynamoDB
+// and Step Functions calls to the local services, serves Secrets Manager and the event bus
+// itself, and refuses what the caller's grants do not allow, as IAM would.
+func (st *Stack) startGate() error {
+	engine := st.sfnServer.Engine()
+	gate, err := awsgate.New(awsgate.Options{
+		Region: Region, AccountID: AccountID,
+		DynamoDBEndpoint:      st.Endpoints.DynamoDB,
+		DynamoDBAccessKeyID:   adminAccessKeyID,
+		StepFunctionsEndpoint: st.Endpoints.StepFunctions,
+		TaskStateMachine:      engine.TokenStateMachine,
+		Clock:                 st.Clock,
+		Logger:                st.log,
+	})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	st.Steps, st.relay = a.Steps, a.Relay
-	for name, h := range a.Handlers() {
-		st.Lambdas.Register(name, h)
+	url, err := gate.Start("127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	st.onClose(gate.Close)
+	gate.AddAdmin(adminAccessKeyID)
+	st.Gate = gate
+	st.Endpoints.AWS = url
+
+	st.deployment = &localDeployment{st: st, secretARNs: map[string]string{}}
+	for name, value := range map[string]string{deploy.StripeSecretKey: LocalStripeKey, deploy.StripeWebhookSecret: st.WebhookSecret} {
+		arn, err := gate.CreateSecret(st.Names.Prefix+name, value)
+		if err != nil {
+			return fmt.Errorf("stack: %w", err)
+		}
+		st.deployment.secretARNs[name] = arn
+	}
+	if st.deployment.streamARN, err = relay.StreamARN(context.Background(), st.DynamoDB, st.Names.Of(tables.OutboxTable)); err != nil {
+		return fmt.Errorf("stack: %w", err)
 	}
 	return nil
+}
+
+// FunctionEnvironment is the environment a function runs with on the local stack: what its
+// spec renders against the local services, plus the Stripe API base pointing at the payment
+// simulator (on AWS the Stripe client's default, api.stripe.com).
+func (st *Stack) FunctionEnvironment(function string) map[string]string {
+	return maps.Clone(st.environments[function])
+}
+
+// SecretARN is the local Secrets Manager ARN of a deploy secret (deploy.StripeSecretKey, ...).
+func (st *Stack) SecretARN(name string) string { return st.deployment.secretARNs[name] }
+
+// FunctionAWSConfig is the SDK configuration a function's clients are built from: its own
+// credentials, the local region, and the gate as every service's endpoint (what
+// AWS_ENDPOINT_URL gives a process).
+func (st *Stack) FunctionAWSConfig(function string) aws.Config {
+	return aws.Config{
+		Region:       Region,
+		Credentials:  aws.NewCredentialsCache(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return FunctionCredentials(function), nil })),
+		BaseEndpoint: aws.String(st.Endpoints.AWS),
+		// The state machine and the gateway retry as on AWS; the SDK's own retries stay on.
+		RetryMaxAttempts: 0,
+	}
+}
+
+// registerHandlers builds every function as its Lambda main builds it (app.FromEnvironment):
+// from the environment its spec renders, with credentials of its own whose grants the gate
+// enforces, and with the stack's clock and metrics. Each is registered under its function name.
+// The in-memory bus exists only when the relay runs: without one the outbox is left
+// unpublished and the checks skip the bus.
+func (st *Stack) registerHandlers(ctx context.Context) error {
+	st.Notifications = &consumer.MemorySender{}
+	if !st.cfg.DisableRelay {
+		st.Bus = relay.NewMemoryBus()
+		st.Bus.Region, st.Bus.AccountID, st.Bus.Now = Region, AccountID, st.Clock.Now
+		if _, err := st.Gate.AddEventBus(EventBusName, st.Bus); err != nil {
+			return fmt.Errorf("stack: %w", err)
+		}
+	}
+	var dynamoOptions []func(*dynamodb.Options)
+	if st.cfg.DynamoDBFault != nil {
+		dynamoOptions = append(dynamoOptions, func(o *dynamodb.Options) {
+			o.APIOptions = append(o.APIOptions, faultMiddleware(st.cfg.DynamoDBFault))
+		})
+	}
+	st.environments = map[string]map[string]string{}
+	st.handlers = map[string]any{}
+	specs := st.cfg.Functions
+	if specs == nil {
+		specs = deploy.Functions()
+	}
+	for _, fn := range specs {
+		if fn.Name == FnRelay && st.cfg.DisableRelay {
+			continue
+		}
+		st.Gate.AddAssumedRole(AccessKeyID(fn.Name), "seatsaga-local-"+fn.Name, fn.Name, fn.Policy(st.deployment))
+		env := fn.Environment(st.deployment)
+		env[config.EnvStripeAPIBase] = st.Endpoints.Payments
+		st.environments[fn.Name] = env
+		a, err := app.FromEnvironment(ctx, fn.Name, app.Runtime{
+			Lookup: func(name string) (string, bool) { v, ok := env[name]; return v, ok },
+			AWS:    st.FunctionAWSConfig(fn.Name),
+			Now:    st.Clock.Now, Logger: st.log.With("function", fn.Name), Metrics: st.Metrics,
+			Sender:            st.Notifications,
+			StripeTimeout:     st.cfg.PaymentsTimeout,
+			WebhookTolerance:  st.cfg.WebhookTolerance,
+			ReconcileAttempts: st.cfg.ReconcileAttempts, ReconcileBackoff: st.cfg.ReconcileBackoff,
+			DynamoDBOptions: dynamoOptions,
+		})
+		if err != nil {
+			return fmt.Errorf("stack: %s does not start with what its spec deploys: %w", fn.Name, err)
+		}
+		h := a.Handlers()[fn.Name]
+		st.handlers[fn.Name] = h
+		st.Lambdas.Register(fn.Name, h)
+	}
+	cfg, err := config.FromLookup(func(name string) (string, bool) { v, ok := st.environments[FnSweeper][name]; return v, ok })
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	st.AppConfig = cfg
+	return nil
+}
+
+// Handler is the handler the local stack built for a function (tests wrap one to break it and
+// Register the wrapper on Lambdas).
+func (st *Stack) Handler(function string) any { return st.handlers[function] }
+
+// relayStreams reads the outbox stream as Lambda's event source mapping does: under the relay's
+// role, through the gate.
+func (st *Stack) relayStreams() *dynamodbstreams.Client {
+	return dynamodbstreams.NewFromConfig(st.FunctionAWSConfig(FnRelay))
 }

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/seatsaga/seatsaga/internal/relay"
@@ -13,18 +16,18 @@ import (
 )
 
 // startRelay plays the Outbox table's stream event source mapping: a reader polls DynamoDB
-// Local's stream and hands each batch to the relay in process, which publishes to the in-memory
-// bus. The relay function is registered with the others too (registerHandlers), so that it can
-// be invoked (and counted) like any other.
+// Local's stream under the relay's role and invokes the relay function with each batch through
+// the Lambda host, as the mapping does; the relay publishes to the in-memory bus through the
+// gate.
 func (st *Stack) startRelay(ctx context.Context) error {
 	arn, err := relay.StreamARN(ctx, st.DynamoDB, st.Names.Of(tables.OutboxTable))
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
 	reader := &relay.StreamReader{
-		Streams:      relay.NewLocalStreamsClient(st.Endpoints.DynamoDB),
+		Streams:      st.relayStreams(),
 		StreamARN:    arn,
-		Relay:        st.relay,
+		Relay:        relayFunction{st.Lambda},
 		PollInterval: st.cfg.RelayPollInterval,
 		Log:          st.log,
 	}
@@ -35,6 +38,30 @@ func (st *Stack) startRelay(ctx context.Context) error {
 		_ = reader.Run(st.ctx)
 	}()
 	return nil
+}
+
+// relayFunction hands a batch to the relay function with a synchronous invocation, as Lambda's
+// event source mapping does: a function error fails the whole batch, and a partial batch
+// response names the records to retry.
+type relayFunction struct{ client *lambda.Client }
+
+func (f relayFunction) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return events.DynamoDBEventResponse{}, err
+	}
+	out, err := f.client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(FnRelay), Payload: payload})
+	if err != nil {
+		return events.DynamoDBEventResponse{}, fmt.Errorf("invoke the relay: %w", err)
+	}
+	if out.FunctionError != nil {
+		return events.DynamoDBEventResponse{}, fmt.Errorf("the relay failed the batch (%s): %s", aws.ToString(out.FunctionError), out.Payload)
+	}
+	var resp events.DynamoDBEventResponse
+	if err := json.Unmarshal(out.Payload, &resp); err != nil {
+		return events.DynamoDBEventResponse{}, fmt.Errorf("the relay's response: %w", err)
+	}
+	return resp, nil
 }
 
 // busPublications lists what the relay published, as the invariant checker reads it: the

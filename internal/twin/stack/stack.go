@@ -23,9 +23,10 @@ import (
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
 	"github.com/seatsaga/seatsaga/internal/relay"
-	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/twin/apigateway"
+	"github.com/seatsaga/seatsaga/internal/twin/awsgate"
+	"github.com/seatsaga/seatsaga/internal/twin/cognito"
 	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
@@ -46,14 +47,19 @@ type Endpoints struct {
 	DynamoDB string
 	// Payments is the Stripe-compatible payment simulator (stripe-go's base URL).
 	Payments string
+	// Cognito is the local user pool (cognito-idp API) whose ID tokens the gateway accepts.
+	Cognito string
+	// AWS is the gate in front of DynamoDB, DynamoDB Streams, Step Functions, Secrets Manager
+	// and EventBridge that every function's calls go through (what AWS_ENDPOINT_URL names).
+	AWS string
 }
 
 // Stack is a running local seatsaga. Its fields are ready to use after Start and must not be
 // replaced.
 type Stack struct {
 	Endpoints Endpoints
-	// AppConfig is the configuration every handler was built from, as a Lambda's environment
-	// would give it.
+	// AppConfig is the configuration the sweeper was built from (the function whose spec
+	// carries the most settings), as its environment gives it.
 	AppConfig config.Config
 	Names     tables.Names
 	// StateMachineARN is the saga's state machine; executions are named by reservation id.
@@ -74,10 +80,13 @@ type Stack struct {
 	Bus *relay.MemoryBus
 	// Metrics receives every handler's counts.
 	Metrics *metrics.Memory
-	// Steps are the saga steps the step functions run (tests wrap them to inject a broken step).
-	Steps *saga.Steps
+	// Gate enforces each function's grants on its AWS calls; its Denials list what it refused.
+	Gate *awsgate.Gate
 	// Notifications records what the example consumer sent customers.
 	Notifications *consumer.MemorySender
+	// Cognito is the local user pool: it signs in users with the deployed app client's flows
+	// and issues ID tokens Auth accepts.
+	Cognito *cognito.Server
 	// Auth issues dev bearer tokens for the customer routes.
 	Auth *apigateway.DevAuthorizer
 	// WebhookSecret is the simulator's signing secret the webhook handler verifies with.
@@ -93,8 +102,11 @@ type Stack struct {
 	ddb       *dynamodblocal.Server
 	gateway   *apigateway.Server
 	sfnServer *stepfunctions.Server
-	relay     *relay.Relay
 	sweeper   *sweepLoop
+
+	deployment   *localDeployment
+	environments map[string]map[string]string
+	handlers     map[string]any
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -105,6 +117,12 @@ type Stack struct {
 // stopped. ctx bounds start-up only: the stack runs until Close.
 func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	cfg = withDefaults(cfg)
+	// Each function reads these from its environment in whole seconds, as on AWS.
+	for what, d := range map[string]time.Duration{"hold": cfg.Hold, "sweep grace": cfg.SweepGrace} {
+		if d%time.Second != 0 {
+			return nil, fmt.Errorf("stack: %s %s: a deployed function is configured in whole seconds", what, d)
+		}
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	st := &Stack{
 		cfg: cfg, log: cfg.Logger, ctx: runCtx, cancel: cancel,
@@ -134,11 +152,16 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := st.startEngine(ctx); err != nil {
 		return nil, err
 	}
-	st.AppConfig = st.appConfig()
+	if err := st.startGate(); err != nil {
+		return nil, err
+	}
 	if err := st.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
 	if err := st.startGateway(); err != nil {
+		return nil, err
+	}
+	if err := st.startCognito(); err != nil {
 		return nil, err
 	}
 	st.Payments.SetWebhook(stripesim.WebhookConfig{
@@ -254,11 +277,6 @@ func (st *Stack) startDynamoDB(ctx context.Context) error {
 			return dynamodblocal.DeleteTables(ctx, client, st.Names)
 		})
 	}
-	if st.cfg.DynamoDBFault != nil {
-		client = dynamodb.New(client.Options(), func(o *dynamodb.Options) {
-			o.APIOptions = append(o.APIOptions, faultMiddleware(st.cfg.DynamoDBFault))
-		})
-	}
 	st.DynamoDB = client
 	st.Endpoints.DynamoDB = endpoint
 	return nil
@@ -330,6 +348,18 @@ func (st *Stack) startGateway() error {
 	return nil
 }
 
+// startCognito starts the local user pool, signing with the gateway's authorizer.
+func (st *Stack) startCognito() error {
+	st.Cognito = cognito.New(cognito.Options{Tokens: st.Auth, Region: Region, Logger: st.log})
+	url, err := st.Cognito.Start("127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	st.onClose(st.Cognito.Close)
+	st.Endpoints.Cognito = url
+	return nil
+}
+
 // Token returns a dev bearer token for customer, valid for a day of the stack's clock.
 func (st *Stack) Token(customer string) (string, error) {
 	return st.Auth.Token(customer, 24*time.Hour)
@@ -340,11 +370,15 @@ func FunctionARN(name string) string {
 	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", Region, AccountID, name)
 }
 
-// Substitutions maps the state machine's step placeholders to local function ARNs.
+// Substitutions maps the state machine's step placeholders to local function ARNs, and its
+// integrations' placeholders to their ARNs in the partition of those (FunctionARN's "aws").
 func Substitutions() map[string]string {
 	subs := map[string]string{}
 	for _, s := range statemachine.Steps {
 		subs[s.Placeholder] = FunctionARN(s.Name)
+	}
+	for _, i := range statemachine.Integrations {
+		subs[i.Placeholder] = i.ARN("aws")
 	}
 	return subs
 }

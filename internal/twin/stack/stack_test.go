@@ -174,7 +174,7 @@ func TestControlBrokenClaimIsCaught(t *testing.T) {
 		t.Fatalf("second buyer's execution %s, want FAILED (seat taken)", desc)
 	}
 
-	real := st.Steps.Handlers()[FnClaim].(func(context.Context, saga.State) (saga.Hold, error))
+	real := st.Handler(FnClaim).(func(context.Context, saga.State) (saga.Hold, error))
 	st.Lambdas.Register(FnClaim, func(ctx context.Context, in saga.State) (saga.Hold, error) {
 		for _, seat := range in.SeatIDs {
 			_, err := st.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{

@@ -1,0 +1,488 @@
+package boot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/seatsaga/seatsaga/infra/build"
+	"github.com/seatsaga/seatsaga/internal/config"
+	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/inventory"
+	"github.com/seatsaga/seatsaga/internal/modroot"
+	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
+	"github.com/seatsaga/seatsaga/internal/twin/stack"
+	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+)
+
+// stackName is the stack `cdk synth` names for the default stage; its tables are named under it.
+const stackName = "Seatsaga-dev"
+
+// A function of the synthesized template: what the template gives it and where its asset is.
+type templateFunction struct {
+	name     string
+	logical  string
+	binary   string
+	env      map[string]any
+	memoryMB int
+	timeout  time.Duration
+}
+
+// synthesized is the template both tests read: building and synthesizing takes a minute.
+var synthesized struct {
+	once      sync.Once
+	resources map[string]map[string]any
+	err       error
+}
+
+// TestMain removes the synthesis directory the tests shared.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "seatsaga-boot-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	synthDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var synthDir string
+
+// template returns the synthesized template's resources, synthesizing on first use.
+func template(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	synthesized.once.Do(func() {
+		root, err := modroot.FromWorkingDir()
+		if err != nil {
+			synthesized.err = err
+			return
+		}
+		synthesized.resources, synthesized.err = synthesize(root, synthDir)
+	})
+	if synthesized.err != nil {
+		t.Fatal(synthesized.err)
+	}
+	return synthesized.resources
+}
+
+// synthesize builds every function for this machine and runs the pinned CDK CLI on the app,
+// exactly as `make synth-check` does except for the binaries' architecture (assetDir is the
+// app's own context value for prebuilt assets). It returns the template's resources.
+func synthesize(root, dir string) (map[string]map[string]any, error) {
+	tools := os.Getenv("SEATSAGA_TOOLS")
+	if tools == "" {
+		return nil, errors.New("SEATSAGA_TOOLS is not set: run the suite through `make test`, which installs the CDK CLI")
+	}
+	assets, out := filepath.Join(dir, "assets"), filepath.Join(dir, "cdk.out")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := build.Lambdas(ctx, build.Options{ModuleRoot: root, OutDir: assets, Arch: runtime.GOARCH}); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(tools, "node_modules", ".bin", "cdk"),
+		"synth", "--quiet", "-c", "assetDir="+assets, "-o", out)
+	cmd.Dir = root
+	// No AWS account: the app synthesizes an environment-agnostic stack, as in CI.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "AWS_ACCESS_KEY_ID=") || strings.HasPrefix(kv, "AWS_SECRET_ACCESS_KEY=") ||
+			strings.HasPrefix(kv, "AWS_SESSION_TOKEN=") || strings.HasPrefix(kv, "AWS_PROFILE=")
+	})
+	cmd.Env = append(cmd.Env, "AWS_EC2_METADATA_DISABLED=true", "CDK_DISABLE_CLI_TELEMETRY=true",
+		"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20")
+	if raw, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("cdk synth: %w\n%s", err, raw)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, stackName+".template.json"))
+	if err != nil {
+		return nil, err
+	}
+	var tpl struct {
+		Resources map[string]map[string]any
+	}
+	if err := json.Unmarshal(raw, &tpl); err != nil {
+		return nil, err
+	}
+	for _, r := range tpl.Resources {
+		if md, _ := r["Metadata"].(map[string]any); md != nil {
+			if p, ok := md["aws:asset:path"].(string); ok {
+				md["aws:asset:path"] = filepath.Join(out, p)
+			}
+		}
+	}
+	return tpl.Resources, nil
+}
+
+// functionsOf lists the template's Lambda functions, each named by its construct path
+// (<stack>/Functions/<Name>/Resource) and located by its staged asset.
+func functionsOf(t *testing.T, resources map[string]map[string]any) []templateFunction {
+	t.Helper()
+	var out []templateFunction
+	for logical, r := range resources {
+		if r["Type"] != "AWS::Lambda::Function" {
+			continue
+		}
+		md, _ := r["Metadata"].(map[string]any)
+		path, _ := md["aws:cdk:path"].(string)
+		parts := strings.Split(path, "/")
+		if len(parts) != 4 || parts[1] != "Functions" {
+			t.Fatalf("function %s at %q is not one of the stack's functions", logical, path)
+		}
+		props, _ := r["Properties"].(map[string]any)
+		envBlock, _ := props["Environment"].(map[string]any)
+		vars, _ := envBlock["Variables"].(map[string]any)
+		memory, _ := props["MemorySize"].(float64)
+		timeout, _ := props["Timeout"].(float64)
+		asset, _ := md["aws:asset:path"].(string)
+		out = append(out, templateFunction{
+			name: strings.ToLower(parts[2][:1]) + parts[2][1:], logical: logical,
+			binary: filepath.Join(asset, "bootstrap"), env: vars,
+			memoryMB: int(memory), timeout: time.Duration(timeout) * time.Second,
+		})
+	}
+	slices.SortFunc(out, func(a, b templateFunction) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// twinResolver resolves the template's references against the local stack: the pseudo
+// parameters of the stack's name and Region, and Ref or Fn::GetAtt of the resources a
+// function's environment names (the secrets, the state machine, the event bus).
+type twinResolver struct {
+	st        *stack.Stack
+	resources map[string]map[string]any
+}
+
+func (r twinResolver) value(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case map[string]any:
+		if ref, ok := x["Ref"].(string); ok {
+			return r.ref(ref)
+		}
+		if att, ok := x["Fn::GetAtt"].([]any); ok && len(att) == 2 {
+			return r.getAtt(fmt.Sprint(att[0]), fmt.Sprint(att[1]))
+		}
+		if join, ok := x["Fn::Join"].([]any); ok && len(join) == 2 {
+			parts, _ := join[1].([]any)
+			var out []string
+			for _, p := range parts {
+				s, err := r.value(p)
+				if err != nil {
+					return "", err
+				}
+				out = append(out, s)
+			}
+			return strings.Join(out, fmt.Sprint(join[0])), nil
+		}
+	}
+	return "", fmt.Errorf("the twin cannot resolve %v", v)
+}
+
+func (r twinResolver) ref(name string) (string, error) {
+	switch name {
+	case "AWS::StackName":
+		return stackName, nil
+	case "AWS::Region":
+		return stack.Region, nil
+	case "AWS::AccountId":
+		return stack.AccountID, nil
+	case "AWS::Partition":
+		return "aws", nil
+	}
+	res, ok := r.resources[name]
+	if !ok {
+		return "", fmt.Errorf("Ref to %s, which the template does not declare", name)
+	}
+	md, _ := res["Metadata"].(map[string]any)
+	path, _ := md["aws:cdk:path"].(string)
+	switch res["Type"] {
+	case "AWS::SecretsManager::Secret":
+		for _, secret := range []string{deploy.StripeSecretKey, deploy.StripeWebhookSecret} {
+			if strings.Contains(path, "/Secrets/"+secret+"/") {
+				return r.st.SecretARN(secret), nil
+			}
+		}
+	case "AWS::StepFunctions::StateMachine":
+		return r.st.StateMachineARN, nil
+	case "AWS::Events::EventBus":
+		return stack.EventBusName, nil
+	}
+	return "", fmt.Errorf("Ref to %s (%v at %s) has no local counterpart", name, res["Type"], path)
+}
+
+func (r twinResolver) getAtt(name, attr string) (string, error) {
+	res := r.resources[name]
+	switch {
+	case res["Type"] == "AWS::Events::EventBus" && attr == "Name":
+		return stack.EventBusName, nil
+	case res["Type"] == "AWS::StepFunctions::StateMachine" && attr == "Name":
+		return stack.StateMachineName, nil
+	}
+	return "", fmt.Errorf("Fn::GetAtt %s.%s (%v) has no local counterpart", name, attr, res["Type"])
+}
+
+// logs collects every process's output, shown when the test fails.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) writer(name string) io.Writer { return &prefixed{logs: l, name: name} }
+
+// prefixed writes a function's output to the shared log, each line prefixed with its name.
+type prefixed struct {
+	logs *logs
+	name string
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.logs.mu.Lock()
+	defer p.logs.mu.Unlock()
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line != "" {
+			p.logs.buf.WriteString(p.name + ": " + line)
+		}
+	}
+	return len(b), nil
+}
+
+// Every function the template deploys starts from its real binary with exactly the template's
+// environment (references resolved against the twin; AWS's own variables, the function's
+// credentials and AWS_ENDPOINT_URL added as Lambda and the twin give them), reaches the runtime
+// loop, and serves real events: a booking through the API, the saga and the webhook; a declined
+// payment through compensation; a reconciliation; a sweep; and the outbox through the relay to
+// the consumer. None of their calls is refused.
+func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEvent(t *testing.T) {
+	resources := template(t)
+	fns := functionsOf(t, resources)
+	if got, want := names(fns), deploy.Names(); !slices.Equal(got, want) {
+		t.Fatalf("the template deploys %v, the spec %v", got, want)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Config{TablePrefix: stackName + "-", SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	out := &logs{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("function output:\n%s", out.buf.String())
+		}
+	})
+	r := twinResolver{st: st, resources: resources}
+
+	for _, fn := range fns {
+		env := map[string]string{}
+		for k, v := range fn.env {
+			s, err := r.value(v)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", fn.name, k, err)
+			}
+			env[k] = s
+		}
+		// What the twin gives the function in process is what the template gives it, the
+		// payment simulator's address aside.
+		local := st.FunctionEnvironment(fn.name)
+		delete(local, config.EnvStripeAPIBase)
+		if got, want := slices.Sorted(maps.Keys(env)), slices.Sorted(maps.Keys(local)); !slices.Equal(got, want) {
+			t.Errorf("%s: the template's variables %v, the twin's %v", fn.name, got, want)
+		}
+		for k, v := range fn.env {
+			if _, literal := v.(string); !literal && env[k] != local[k] {
+				t.Errorf("%s: %s resolves to %q, the twin gives %q", fn.name, k, env[k], local[k])
+			}
+		}
+
+		p, err := startFunction(ctx, st, fn, env, out)
+		if err != nil {
+			t.Fatalf("%s does not reach the runtime loop with the template's environment: %v", fn.name, err)
+		}
+		t.Cleanup(func() { _ = p.Stop() })
+		st.Lambdas.RegisterProcess(fn.name, p, lambdahost.FunctionConfig{Timeout: fn.timeout})
+	}
+
+	if _, err := st.SeedEvent(ctx, "boot", 2); err != nil {
+		t.Fatal(err)
+	}
+	paid := book(ctx, t, st, "boot", "S1", stripesim.PaymentMethodVisa)
+	waitFor(ctx, t, st, paid, "CONFIRMED", "PAID")
+	declined := book(ctx, t, st, "boot", "S2", stripesim.PaymentMethodDeclined)
+	waitFor(ctx, t, st, declined, "RELEASED", "FAILED")
+
+	// Reconcile is entered only when a payment's outcome is unknown: hand it the settled
+	// booking's execution input, as the state machine would, and it must find nothing to do.
+	desc, err := st.SFN.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(st.ExecutionARN(paid))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Lambda.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(stack.FnReconcile), Payload: []byte(aws.ToString(desc.Input))})
+	if err != nil || res.FunctionError != nil {
+		t.Fatalf("reconcile: %v %s %s", err, aws.ToString(res.FunctionError), res.Payload)
+	}
+	if err := st.Sweep(); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if err := st.Settle(ctx, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Bus.Entries()) == 0 {
+		t.Error("the relay published nothing")
+	}
+	for _, fn := range fns {
+		s := st.Lambdas.Stats(fn.name)
+		if s.Invocations == 0 {
+			t.Errorf("%s served no event", fn.name)
+		}
+		if s.Errors > 0 && fn.name != stack.FnAuthorize {
+			// Authorize fails the declined booking's payment on purpose; nothing else may fail.
+			t.Errorf("%s: %d of %d invocations failed", fn.name, s.Errors, s.Invocations)
+		}
+	}
+	if d := st.Gate.Denials(); len(d) > 0 {
+		t.Errorf("the gate refused calls the template's grants should allow: %+v", d)
+	}
+	if v, err := st.Check(ctx); err != nil || !v.OK() {
+		t.Errorf("invariants: %v\n%s", err, v)
+	}
+}
+
+// The control: the same start with one variable of the template left out fails as Lambda would
+// report it, an init error before the runtime loop.
+func TestAFunctionMissingATemplateVariableDoesNotBoot(t *testing.T) {
+	resources := template(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Config{TablePrefix: stackName + "-", SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	r := twinResolver{st: st, resources: resources}
+	for _, fn := range functionsOf(t, resources) {
+		if fn.name != stack.FnConfirm {
+			continue
+		}
+		env := map[string]string{}
+		for k, v := range fn.env {
+			var err error
+			if env[k], err = r.value(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		delete(env, config.EnvStripeSecretARN)
+		p, err := startFunction(ctx, st, fn, env, &logs{})
+		var ie *lambdahost.InitError
+		if !errors.As(err, &ie) {
+			if p != nil {
+				_ = p.Stop()
+			}
+			t.Fatalf("confirm without its Stripe key's ARN: %v, want an init error", err)
+		}
+		if !strings.Contains(ie.Stdout+ie.Stderr, config.EnvStripeSecretARN) {
+			t.Errorf("the init error does not name the missing variable:\n%s", ie)
+		}
+		return
+	}
+	t.Fatal("the template has no confirm function")
+}
+
+// startFunction starts a function's binary as Lambda would: the given environment, Lambda's
+// own variables, the function's credentials, and the twin's gate as every AWS endpoint and the
+// payment simulator as Stripe's.
+func startFunction(ctx context.Context, st *stack.Stack, fn templateFunction, env map[string]string, out *logs) (*lambdahost.Process, error) {
+	creds := stack.FunctionCredentials(fn.name)
+	env = maps.Clone(env)
+	env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env["AWS_SESSION_TOKEN"] = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
+	env["AWS_ENDPOINT_URL"] = st.Endpoints.AWS
+	env[config.EnvStripeAPIBase] = st.Endpoints.Payments
+	return lambdahost.StartProcess(ctx, lambdahost.ProcessOptions{
+		Name: fn.name, Path: fn.binary, Env: env, Timeout: fn.timeout, MemoryMB: fn.memoryMB,
+		Region: stack.Region, AccountID: stack.AccountID,
+		Stdout: out.writer(fn.name), Stderr: out.writer(fn.name),
+	})
+}
+
+func names(fns []templateFunction) []string {
+	var out []string
+	for _, f := range fns {
+		out = append(out, f.name)
+	}
+	return out
+}
+
+// book asks the API for one seat with the given payment method and returns the reservation id.
+func book(ctx context.Context, t *testing.T, st *stack.Stack, eventID, seat, method string) string {
+	t.Helper()
+	token, err := st.Token("boot-" + seat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"seatIds":[%q],"amount":5000,"currency":"eur","paymentMethod":%q}`, seat, method)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoints.API+"/events/"+eventID+"/reservations", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", "boot-"+seat)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST %s: %d %s", seat, resp.StatusCode, raw)
+	}
+	var created struct {
+		ReservationID string `json:"reservationId"`
+	}
+	if err := json.Unmarshal(raw, &created); err != nil {
+		t.Fatal(err)
+	}
+	return created.ReservationID
+}
+
+// waitFor polls the API until the reservation is in the given states.
+func waitFor(ctx context.Context, t *testing.T, st *stack.Stack, id, status, payment string) {
+	t.Helper()
+	store, err := inventory.New(inventory.Config{Client: st.DynamoDB, Names: st.Names, Now: st.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for {
+		r, err := store.Get(ctx, id)
+		if err == nil {
+			last = fmt.Sprintf("%s/%s", r.Inventory, r.Payment)
+			if string(r.Inventory) == status && string(r.Payment) == payment {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never reached %s/%s (last %s)", id, status, payment, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,304 @@
+// Package deploy holds what each seatsaga Lambda function is deployed with: its handler,
+// memory, timeout and reserved concurrency, the environment variables it receives, the secrets
+// it may read, and every permission its role carries. It is the one source for both the CDK
+// stack (infra/stack renders it into the template) and the local stack (internal/twin/stack
+// gives each function exactly this environment and refuses any AWS call its grants do not
+// allow), so what deploys is what was tested.
+//
+// The package names resources, not ARNs: a Resolver turns each Resource into an ARN, as CDK
+// tokens in the template and as local ARNs in the twin.
+package deploy
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/app"
+	"github.com/seatsaga/seatsaga/internal/config"
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// Kind is the kind of a resource a grant names.
+type Kind string
+
+const (
+	// Table is a DynamoDB table; Name is its logical name (tables.SeatsTable, ...).
+	Table Kind = "table"
+	// TableIndexes is every index of a table: <table ARN>/index/*.
+	TableIndexes Kind = "table-indexes"
+	// TableStream is a table's stream: <table ARN>/stream/<label>.
+	TableStream Kind = "table-stream"
+	// StateMachine is the reservation saga's state machine.
+	StateMachine Kind = "state-machine"
+	// Executions is every execution of the saga's state machine: execution:<name>:*.
+	Executions Kind = "executions"
+	// Secret is a Secrets Manager secret; Name is a SecretName.
+	Secret Kind = "secret"
+	// EventBus is the bus the relay publishes the outbox to.
+	EventBus Kind = "event-bus"
+	// Queue is an SQS queue; Name is a QueueName.
+	Queue Kind = "queue"
+	// LogGroup is the function's own log group.
+	LogGroup Kind = "log-group"
+	// Any is "*", for the few actions AWS authorizes on no resource (xray:PutTraceSegments,
+	// dynamodb:ListStreams).
+	Any Kind = "*"
+)
+
+// Resource is one resource a grant names.
+type Resource struct {
+	Kind Kind
+	// Name is the table, secret or queue; empty for the kinds there is one of.
+	Name string
+}
+
+// Secret names.
+const (
+	StripeSecretKey     = "StripeSecretKey"
+	StripeWebhookSecret = "StripeWebhookSecret"
+)
+
+// Queue names.
+const (
+	RelayDLQ    = "RelayDLQ"
+	ConsumerDLQ = "ConsumerDLQ"
+)
+
+// SecretEnv names the variable that carries each secret's ARN.
+var SecretEnv = map[string]string{
+	StripeSecretKey:     config.EnvStripeSecretARN,
+	StripeWebhookSecret: config.EnvStripeWebhookSecretARN,
+}
+
+// Grant allows Actions on Resources. When the function's code does not make the calls itself
+// but AWS makes them under the function's role (Lambda reading a stream for an event source
+// mapping, writing logs or traces, sending a failed event to its DLQ), Platform says so: the
+// twin's enforcement then applies to whatever plays that part locally, if anything does.
+type Grant struct {
+	Actions   []string
+	Resources []Resource
+	Platform  bool
+}
+
+// Function is one Lambda function.
+type Function struct {
+	Name        string
+	Description string
+	// Handler is the executable the provided.al2023 runtime starts.
+	Handler  string
+	MemoryMB int
+	Timeout  time.Duration
+	// ReservedConcurrency, when positive, is reserved for the function (and caps it).
+	ReservedConcurrency int
+	// Env lists the configuration variables the function receives (config.Env*), besides
+	// the ARN variables of its Secrets.
+	Env []string
+	// Secrets lists the secrets (StripeSecretKey, StripeWebhookSecret) the function may read;
+	// each reaches it as the ARN in SecretEnv[name] and a grant of GetSecretValue on it.
+	Secrets []string
+	// Grants are the function's own permissions; Policy adds the secrets' reads.
+	Grants []Grant
+}
+
+// Resolver renders resources and settings for one deployment: CDK tokens in the template,
+// local ARNs and values in the twin.
+type Resolver interface {
+	// ARN is a resource's ARN, for the function named fn (the log group is per function).
+	ARN(fn string, r Resource) string
+	// Setting is the value of the configuration variable name (config.Env*) in this
+	// deployment; the ARN variables of secrets are resolved through ARN instead.
+	Setting(name string) string
+}
+
+// Environment is the function's whole environment in the deployment r describes.
+func (f Function) Environment(r Resolver) map[string]string {
+	env := make(map[string]string, len(f.Env)+len(f.Secrets))
+	for _, name := range f.Env {
+		env[name] = r.Setting(name)
+	}
+	for _, s := range f.Secrets {
+		env[SecretEnv[s]] = r.ARN(f.Name, Resource{Kind: Secret, Name: s})
+	}
+	return env
+}
+
+// Statement is one rendered policy statement: Actions allowed on Resources (ARNs).
+type Statement struct {
+	Actions   []string
+	Resources []string
+}
+
+// Policy renders the function's grants and its secrets' reads, each grant one statement.
+func (f Function) Policy(r Resolver) []Statement {
+	var out []Statement
+	for _, g := range f.AllGrants() {
+		st := Statement{Actions: slices.Sorted(slices.Values(g.Actions))}
+		for _, res := range g.Resources {
+			st.Resources = append(st.Resources, r.ARN(f.Name, res))
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// AllGrants is Grants plus one GetSecretValue grant per secret.
+func (f Function) AllGrants() []Grant {
+	gs := slices.Clone(f.Grants)
+	for _, s := range f.Secrets {
+		gs = append(gs, Grant{Actions: []string{"secretsmanager:GetSecretValue"},
+			Resources: []Resource{{Kind: Secret, Name: s}}})
+	}
+	return gs
+}
+
+// ByName returns the function named name; asking for an unknown one is a programming error.
+func ByName(name string) Function {
+	for _, f := range Functions() {
+		if f.Name == name {
+			return f
+		}
+	}
+	panic(fmt.Sprintf("deploy: no function %q", name))
+}
+
+// Names lists the functions' names, sorted.
+func Names() []string {
+	var out []string
+	for _, f := range Functions() {
+		out = append(out, f.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func table(name string) Resource   { return Resource{Kind: Table, Name: name} }
+func indexes(name string) Resource { return Resource{Kind: TableIndexes, Name: name} }
+
+// Every function writes its own log group and, traced, X-Ray segments.
+var platform = []Grant{
+	{Actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, Resources: []Resource{{Kind: LogGroup}}, Platform: true},
+	{Actions: []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}, Resources: []Resource{{Kind: Any}}, Platform: true},
+}
+
+// DynamoDB's item actions, by what the code does. A transaction needs the action of each of
+// its items on that item's table (TransactWriteItems is not an IAM action).
+var (
+	readItems   = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem"}
+	queryTable  = []string{"dynamodb:Query"}
+	writeItems  = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
+	appendItems = []string{"dynamodb:PutItem"}
+)
+
+func actions(sets ...[]string) []string {
+	var out []string
+	for _, s := range sets {
+		out = append(out, s...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// The saga's store (internal/inventory) reads and writes seats and reservations, queries their
+// indexes (seats by event; reservations by hold expiry and by reconciliation age) and appends
+// outbox records, in the same transactions.
+var storeGrants = []Grant{
+	{Actions: actions(readItems, writeItems), Resources: []Resource{table(tables.SeatsTable), table(tables.ReservationsTable)}},
+	{Actions: actions(queryTable), Resources: []Resource{indexes(tables.SeatsTable), indexes(tables.ReservationsTable)}},
+	{Actions: actions(appendItems), Resources: []Resource{table(tables.OutboxTable)}},
+}
+
+// sagaEnv is what the saga's steps read: the tables and the claim and settlement settings.
+var sagaEnv = []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix,
+	config.EnvLateSuccessPolicy, config.EnvHoldSeconds, config.EnvMaxSeats}
+
+func step(name, description string, timeout time.Duration, secrets ...string) Function {
+	return Function{
+		Name: name, Description: description, Handler: "bootstrap", MemoryMB: 256, Timeout: timeout,
+		Env: sagaEnv, Secrets: secrets, Grants: append(slices.Clone(storeGrants), platform...),
+	}
+}
+
+// Functions lists every function, in app.Functions order.
+func Functions() []Function {
+	fs := []Function{
+		// Claim only holds seats: it reads no Stripe secret.
+		step(app.FnClaim, "Saga step: claim the seats", 15*time.Second),
+		step(app.FnAuthorize, "Saga step: authorize the payment and park the task token", 30*time.Second, StripeSecretKey),
+		// Confirm asks the provider for the truth when the webhook's report is not yet visible.
+		step(app.FnConfirm, "Saga step: confirm the seats", 15*time.Second, StripeSecretKey),
+		step(app.FnCapture, "Saga step: capture the payment", 30*time.Second, StripeSecretKey),
+		step(app.FnCompensate, "Saga step: release, void or refund", 30*time.Second, StripeSecretKey),
+		step(app.FnReconcile, "Saga step: learn the provider's truth and resolve", 30*time.Second, StripeSecretKey),
+		{
+			// The api reads seats and reservations, records a customer's cancel on the
+			// reservation with its outbox record, starts and describes executions, and fails
+			// the waiting task when a customer cancels. It reads the Stripe key to hand the
+			// reservation's owner the PaymentIntent client secret.
+			Name: app.FnAPI, Description: "Customer API: create, read and cancel reservations",
+			Handler: "bootstrap", MemoryMB: 512, Timeout: 10 * time.Second,
+			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix, config.EnvMaxSeats,
+				config.EnvHoldSeconds, config.EnvStateMachineARN, config.EnvAllowedOrigins},
+			Secrets: []string{StripeSecretKey},
+			Grants: append([]Grant{
+				{Actions: actions(readItems), Resources: []Resource{table(tables.SeatsTable)}},
+				{Actions: actions(readItems, writeItems), Resources: []Resource{table(tables.ReservationsTable)}},
+				{Actions: actions(queryTable), Resources: []Resource{indexes(tables.SeatsTable)}},
+				{Actions: actions(appendItems), Resources: []Resource{table(tables.OutboxTable)}},
+				{Actions: []string{"states:StartExecution"}, Resources: []Resource{{Kind: StateMachine}}},
+				{Actions: []string{"states:DescribeExecution"}, Resources: []Resource{{Kind: Executions}}},
+				{Actions: []string{"states:SendTaskFailure"}, Resources: []Resource{{Kind: StateMachine}}},
+			}, platform...),
+		},
+		{
+			// The webhook verifies, dedupes by event id, applies the payment event through the
+			// store and completes or fails the waiting task. Reserved concurrency keeps a
+			// sale's burst of customer calls from starving it.
+			Name: app.FnWebhook, Description: "Stripe webhook: verify, dedupe, apply, complete the waiting task",
+			Handler: "bootstrap", MemoryMB: 256, Timeout: 15 * time.Second, ReservedConcurrency: 20,
+			Env:     []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix, config.EnvLateSuccessPolicy},
+			Secrets: []string{StripeSecretKey, StripeWebhookSecret},
+			Grants: append(append(slices.Clone(storeGrants),
+				Grant{Actions: actions(readItems, writeItems), Resources: []Resource{table(tables.ProcessedEventsTable)}},
+				Grant{Actions: []string{"states:SendTaskFailure", "states:SendTaskSuccess"}, Resources: []Resource{{Kind: StateMachine}}},
+			), platform...),
+		},
+		{
+			// The sweeper releases orphaned holds and settles stuck payments with the saga's own
+			// steps, and looks at executions. One at a time: a reserved concurrency of 1 keeps
+			// a slow sweep from overlapping the next and a burst from starving it.
+			Name: app.FnSweeper, Description: "Scheduled: release orphaned expired holds, reconcile stuck payments, publish backlog figures",
+			Handler: "bootstrap", MemoryMB: 256, Timeout: 120 * time.Second, ReservedConcurrency: 1,
+			Env:     append(slices.Clone(sagaEnv), config.EnvSweepGraceSeconds, config.EnvStateMachineARN),
+			Secrets: []string{StripeSecretKey},
+			Grants: append(append(slices.Clone(storeGrants),
+				Grant{Actions: []string{"states:DescribeExecution"}, Resources: []Resource{{Kind: Executions}}},
+			), platform...),
+		},
+		{
+			Name: app.FnConsumer, Description: "Example outbox event consumer, idempotent by event id",
+			Handler: "bootstrap", MemoryMB: 128, Timeout: 30 * time.Second,
+			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix},
+			Grants: append([]Grant{
+				{Actions: actions(readItems, writeItems), Resources: []Resource{table(tables.ProcessedEventsTable)}},
+				// Lambda sends an event the consumer failed on to its DLQ, under its role.
+				{Actions: []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}, Resources: []Resource{{Kind: Queue, Name: ConsumerDLQ}}, Platform: true},
+			}, platform...),
+		},
+		{
+			// The relay publishes what Lambda's event source mapping reads from the outbox
+			// stream under the relay's role; a batch it cannot publish is parked in its DLQ.
+			Name: app.FnRelay, Description: "Outbox stream to EventBridge",
+			Handler: "bootstrap", MemoryMB: 256, Timeout: 60 * time.Second,
+			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvEventBusName},
+			Grants: append([]Grant{
+				{Actions: []string{"events:PutEvents"}, Resources: []Resource{{Kind: EventBus}}},
+				{Actions: []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, Resources: []Resource{{Kind: TableStream, Name: tables.OutboxTable}}, Platform: true},
+				{Actions: []string{"dynamodb:ListStreams"}, Resources: []Resource{{Kind: Any}}, Platform: true},
+				{Actions: []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}, Resources: []Resource{{Kind: Queue, Name: RelayDLQ}}, Platform: true},
+			}, platform...),
+		},
+	}
+	return fs
+}

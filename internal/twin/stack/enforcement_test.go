@@ -1,0 +1,104 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/seatsaga/seatsaga/internal/config"
+	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// specsWith returns the deployed specs with change applied to the function named name.
+func specsWith(name string, change func(*deploy.Function)) []deploy.Function {
+	fns := deploy.Functions()
+	for i := range fns {
+		if fns[i].Name == name {
+			change(&fns[i])
+		}
+	}
+	return fns
+}
+
+// The control for the gate: a claim whose role lacks the grant on the seat and reservation
+// tables (one statement names both) is refused its first DynamoDB call with AWS's AccessDenied, so the booking ends in
+// "Claim failed" and the denial names the claim's role, the action and the table; with the
+// grant (every other test of this package) nothing is refused.
+func TestAClaimWithoutItsTableGrantIsRefusedAsIAMWould(t *testing.T) {
+	st := start(t, Config{SweepInterval: -1, Functions: specsWith(FnClaim, func(f *deploy.Function) {
+		f.Grants = slices.DeleteFunc(slices.Clone(f.Grants), func(g deploy.Grant) bool {
+			return slices.Contains(g.Resources, deploy.Resource{Kind: deploy.Table, Name: tables.SeatsTable})
+		})
+	})})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := st.SeedEvent(ctx, "denied", 1); err != nil {
+		t.Fatal(err)
+	}
+	token, err := st.Token("dora")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoints.API+"/events/denied/reservations",
+		bytes.NewReader([]byte(`{"seatIds":["S1"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", "denied-dora")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", resp.StatusCode, raw)
+	}
+	var created struct{ ReservationID string }
+	if err := json.Unmarshal(raw, &created); err != nil {
+		t.Fatal(err)
+	}
+	arn := st.ExecutionARN(created.ReservationID)
+	if err := st.sfnServer.WaitExecution(ctx, arn); err != nil {
+		t.Fatal(err)
+	}
+	out, err := st.SFN.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status == "SUCCEEDED" {
+		t.Fatal("the booking succeeded although the claim may not touch the seats table")
+	}
+	withdrawn := []string{tableARN(st.Names.Of(tables.SeatsTable)), tableARN(st.Names.Of(tables.ReservationsTable))}
+	denials := st.Gate.Denials()
+	for _, d := range denials {
+		if !strings.HasSuffix(d.Principal, "/"+FnClaim) || !slices.Contains(withdrawn, d.Resource) || !strings.HasPrefix(d.Action, "dynamodb:") {
+			t.Errorf("a denial the withdrawn grant does not explain: %+v", d)
+		}
+	}
+	if len(denials) == 0 {
+		t.Fatal("the claim was refused nothing")
+	}
+}
+
+// A function whose spec leaves out a variable its code needs does not start: the api without
+// the state machine's ARN fails the stack's start, naming the function, as its cold start would
+// fail on AWS.
+func TestAFunctionWithoutAVariableItNeedsFailsTheStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := Start(ctx, Config{DynamoDBEndpoint: endpoint, SweepInterval: -1, Functions: specsWith(FnAPI, func(f *deploy.Function) {
+		f.Env = slices.DeleteFunc(slices.Clone(f.Env), func(name string) bool { return name == config.EnvStateMachineARN })
+	})})
+	if err == nil || !strings.Contains(err.Error(), FnAPI) {
+		t.Fatalf("err = %v, want the api's cold start to fail", err)
+	}
+}
