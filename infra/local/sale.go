@@ -243,6 +243,7 @@ func runSale(ctx context.Context, mode string, args []string) error {
 	}
 	fig := res.Figures()
 	printSummary(out, mode, f, res, fig)
+	refused := printGrants(out, st)
 
 	if f.inspect > 0 {
 		inspectSamples(ctx, out, st, res, f.inspect)
@@ -270,7 +271,25 @@ func runSale(ctx context.Context, mode string, args []string) error {
 	if !res.Verdict.OK() {
 		return &invariantsFailed{violations: len(res.Verdict.Violations)}
 	}
+	if refused > 0 {
+		return fmt.Errorf("the gate refused %d AWS calls a function's grants do not allow (AccessDenied; see the log): a deployed stack would refuse them too", refused)
+	}
 	return nil
+}
+
+// printGrants says how many AWS calls the functions made through the gate and how many their
+// grants did not allow, naming each refused action; it returns the number refused.
+func printGrants(w io.Writer, st *stack.Stack) int64 {
+	var checked, refused int64
+	for _, d := range st.Gate.Decisions() {
+		checked += d.Count
+		if !d.Allowed {
+			refused += d.Count
+			fmt.Fprintf(w, "denied   %s %s on %s (%d×)\n", d.Principal, d.Action, d.Resource, d.Count)
+		}
+	}
+	fmt.Fprintf(w, "grants   %d AWS calls checked against each function's grants, %d refused\n", checked, refused)
+	return refused
 }
 
 func openLog(path string) (*slog.Logger, func(), error) {

@@ -87,6 +87,8 @@ func runUp(ctx context.Context, args []string) error {
   Step Functions         %s   state machine %s
   Lambda                 %s
   DynamoDB Local         %s   table prefix %q
+  AWS (functions' gate)  %s   enforces each function's grants; Secrets Manager, EventBridge
+  Cognito (user pool)    %s
   payment simulator      %s
   ledger (admin)         %s/ledger
   logs                   %s
@@ -119,7 +121,7 @@ follow it (use the reservationId from the answer):
 
 cancel while paying (e.g. with "paymentMethod":"pm_sim_threeDSecureAbandoned"):
   curl -s -X DELETE %s/reservations/<reservationId> -H "Authorization: Bearer $TOKEN"
-`, e.API, e.StepFunctions, st.StateMachineARN, e.Lambda, e.DynamoDB, st.Names.Prefix, e.Payments, admin, *logPath, *statePath,
+`, e.API, e.StepFunctions, st.StateMachineARN, e.Lambda, e.DynamoDB, st.Names.Prefix, e.AWS, e.Cognito, e.Payments, admin, *logPath, *statePath,
 		*eventID, len(ids), ids[0], ids[len(ids)-1], describePricing(pricing, len(ids)), *customer, token,
 		pricing.PriceOf(0), cur, e.API, *eventID, ids[0],
 		e.API, *eventID, ids[len(ids)-1], pricing.PriceOf(len(ids)-1), cur,

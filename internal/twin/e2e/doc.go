@@ -80,6 +80,7 @@
 // # Webhooks
 //
 //   - TestWebhookDeliveredFiveTimesOutOfOrderConfirmsOnce: five deliveries out of order make one transition and one SendTaskSuccess; a forged one is refused.
+//   - TestARolledWebhookSecretIsPickedUpWithoutARestart: a signing secret rolled in Secrets Manager is re-read on the first event signed with it.
 //
 // # The API's bad input
 //

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/secrets"
 	"net/http"
 	"strings"
 	"sync"
@@ -151,4 +153,43 @@ func TestWebhookDeliveredFiveTimesOutOfOrderConfirmsOnce(t *testing.T) {
 		t.Fatalf("forged webhook: %d", resp.StatusCode)
 	}
 	e.Invariants()
+}
+
+// Stripe rolls the endpoint's signing secret and the operator puts the new one in Secrets
+// Manager: the running webhook function, which cached the old secret at its cold start, fails
+// to verify the first event signed with the new one, reads the secret again and accepts it, so
+// the booking is confirmed without a restart. The forced re-read is rate-limited, so the roll
+// happens a minute after the cold start's read.
+func TestARolledWebhookSecretIsPickedUpWithoutARestart(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 2)
+	first := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+	if x := e.Finish(e.Reserve(first)); x.Status != "SUCCEEDED" {
+		t.Fatalf("before the roll: %s %s", x.Status, x.Cause)
+	}
+	e.Clock.Advance(time.Minute)
+	rolled := e.Clock.Now()
+	if err := e.Stack.RollWebhookSecret(e.Ctx, "whsec_rolled_"+first.ReservationID); err != nil {
+		t.Fatal(err)
+	}
+	second := Input("bob", "k1", "ev1", stripesim.PaymentMethodVisa, seats[1])
+	x := e.Finish(e.Reserve(second))
+	if x.Status != "SUCCEEDED" {
+		t.Fatalf("after the roll: %s %s (path %v)", x.Status, x.Cause, x.Path)
+	}
+	e.ExpectReservation(second.ReservationID, reservation.Confirmed, reservation.Paid)
+	if took := e.Clock.Now().Sub(rolled); took >= secrets.DefaultTTL {
+		t.Fatalf("confirmed %s after the roll: the cache's expiry, not the failed signature, picked the secret up", took)
+	}
+	// The cold start read the secret once; the first event signed with the new one read it again.
+	var reads int64
+	for _, d := range e.Stack.Gate.Decisions() {
+		if d.Allowed && d.Action == "secretsmanager:GetSecretValue" && strings.HasSuffix(d.Principal, "/webhook") &&
+			d.Resource == e.Stack.SecretARN(deploy.StripeWebhookSecret) {
+			reads += d.Count
+		}
+	}
+	if reads < 2 {
+		t.Errorf("the webhook read its signing secret %d times: the roll was not picked up by a re-read", reads)
+	}
 }

@@ -14,12 +14,14 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/consumer"
+	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
 	"github.com/seatsaga/seatsaga/internal/relay"
@@ -164,17 +166,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := st.startCognito(); err != nil {
 		return nil, err
 	}
-	st.Payments.SetWebhook(stripesim.WebhookConfig{
-		URL:           st.Endpoints.API + "/webhooks/stripe",
-		Secret:        st.WebhookSecret,
-		DuplicateRate: cfg.Payments.WebhookDuplicateRate,
-		Reorder:       cfg.Payments.WebhookReorder,
-		ReorderWindow: cfg.Payments.WebhookReorderWindow,
-		Delay:         cfg.Payments.WebhookDelay,
-		// API Gateway gives an integration 29 s; a busy laptop needs more than the
-		// simulator's default 5 s before a slow answer turns into a retry storm.
-		Timeout: 25 * time.Second,
-	})
+	st.Payments.SetWebhook(st.webhookConfig())
 	if !cfg.DisableRelay {
 		if err := st.startRelay(ctx); err != nil {
 			return nil, err
@@ -345,6 +337,41 @@ func (st *Stack) startGateway() error {
 	}
 	st.onClose(st.gateway.Close)
 	st.Endpoints.API = url
+	return nil
+}
+
+// webhookConfig is how the simulator delivers events to the stack's webhook, signed with its
+// current secret.
+func (st *Stack) webhookConfig() stripesim.WebhookConfig {
+	p := st.cfg.Payments
+	return stripesim.WebhookConfig{
+		URL:           st.Endpoints.API + "/webhooks/stripe",
+		Secret:        st.WebhookSecret,
+		DuplicateRate: p.WebhookDuplicateRate,
+		Reorder:       p.WebhookReorder,
+		ReorderWindow: p.WebhookReorderWindow,
+		Delay:         p.WebhookDelay,
+		// API Gateway gives an integration 29 s; a busy laptop needs more than the
+		// simulator's default 5 s before a slow answer turns into a retry storm.
+		Timeout: 25 * time.Second,
+	}
+}
+
+// RollWebhookSecret does what an operator does when Stripe rolls the endpoint's signing
+// secret: the simulator signs with secret from now on, and the webhook function's secret in
+// Secrets Manager becomes secret. The running function is not restarted; it must pick the new
+// value up itself.
+func (st *Stack) RollWebhookSecret(ctx context.Context, secret string) error {
+	sm := secretsmanager.NewFromConfig(aws.Config{
+		Region: Region, BaseEndpoint: aws.String(st.Endpoints.AWS), Credentials: localCredentials(),
+	})
+	if _, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{
+		SecretId: aws.String(st.SecretARN(deploy.StripeWebhookSecret)), SecretString: aws.String(secret),
+	}); err != nil {
+		return fmt.Errorf("stack: roll the webhook secret: %w", err)
+	}
+	st.WebhookSecret = secret
+	st.Payments.SetWebhook(st.webhookConfig())
 	return nil
 }
 
