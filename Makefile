@@ -27,7 +27,9 @@ all: test
 check-prereqs:
 	@command -v go   >/dev/null || { echo "seatsaga needs Go 1.26+ (https://go.dev/dl)"; exit 1; }
 	@command -v java >/dev/null || { echo "seatsaga needs Java 17+ to run DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
-	@command -v node >/dev/null || { echo "seatsaga needs Node.js 20+ and npm (apt-get install nodejs npm)"; exit 1; }
+	@command -v node >/dev/null || { echo "seatsaga needs Node.js 22+ (20 works with npm warnings) and npm (apt-get install nodejs npm)"; exit 1; }
+	@command -v python3 >/dev/null || { echo "seatsaga needs Python 3 for cfn-lint (apt-get install python3 python3-venv)"; exit 1; }
+	@command -v aws >/dev/null || { echo "seatsaga's tests drive the local stack with the AWS CLI (apt-get install awscli)"; exit 1; }
 
 tools: check-prereqs $(NODE_MODULES)/.installed $(STRIPE_MOCK)
 
@@ -76,20 +78,25 @@ synth-check: tools
 		AWS_EC2_METADATA_DISABLED=true $(CDK) synth --quiet
 	$(MAKE) lint-template
 
-# cfn-lint on the synthesized template with the pinned version, installed for the user only
-# when the one on PATH is another (or none). Any error or warning fails; the accepted warnings
-# are ignored in .cfnlintrc, each with its reason.
+# cfn-lint on the synthesized template with the pinned version: the one on PATH when it is that
+# version, else one installed into a virtual environment under tools/ (so no system or user
+# site-packages is touched, which Debian's and Ubuntu's Pythons refuse). Any error or warning
+# fails; the accepted warnings are ignored in .cfnlintrc, each with its reason.
 CFN_LINT_VERSION := 1.51.0
+CFN_LINT_VENV    := $(TOOLS)/cfn-lint-$(CFN_LINT_VERSION)
 
 .PHONY: lint-template
 lint-template:
-	@PATH="$$PATH:$$HOME/.local/bin"; \
+	@lint=cfn-lint; \
 	if [ "$$(cfn-lint --version 2>/dev/null || true)" != "cfn-lint $(CFN_LINT_VERSION)" ]; then \
-		python3 -m pip install --user --quiet 'cfn-lint==$(CFN_LINT_VERSION)'; \
-		PATH="$$HOME/.local/bin:$$PATH"; \
+		if [ ! -x "$(CFN_LINT_VENV)/bin/cfn-lint" ]; then \
+			python3 -m venv "$(CFN_LINT_VENV)" || { echo "cfn-lint $(CFN_LINT_VERSION) needs python3 with venv (apt-get install python3-venv)"; exit 1; }; \
+			"$(CFN_LINT_VENV)/bin/pip" install --quiet 'cfn-lint==$(CFN_LINT_VERSION)'; \
+		fi; \
+		lint="$(CFN_LINT_VENV)/bin/cfn-lint"; \
 	fi; \
-	if [ "$$(cfn-lint --version)" != "cfn-lint $(CFN_LINT_VERSION)" ]; then \
-		echo "cfn-lint $(CFN_LINT_VERSION) is not the cfn-lint on PATH: $$(command -v cfn-lint)"; exit 1; \
+	if [ "$$($$lint --version)" != "cfn-lint $(CFN_LINT_VERSION)" ]; then \
+		echo "$$lint is not cfn-lint $(CFN_LINT_VERSION)"; exit 1; \
 	fi; \
 	echo "cfn-lint $(CFN_LINT_VERSION) cdk.out/*.template.json"; \
-	cfn-lint cdk.out/*.template.json
+	$$lint cdk.out/*.template.json

@@ -303,8 +303,9 @@ func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEven
 			}
 			env[k] = s
 		}
-		// What the twin gives the function in process is what the template gives it, the
-		// payment simulator's address aside.
+		// The twin gives the function in process the same variables, the payment simulator's
+		// address aside, and every reference resolves to the same resource; literal settings
+		// (the stage's name, the hold) are the template's own.
 		local := st.FunctionEnvironment(fn.name)
 		delete(local, config.EnvStripeAPIBase)
 		if got, want := slices.Sorted(maps.Keys(env)), slices.Sorted(maps.Keys(local)); !slices.Equal(got, want) {

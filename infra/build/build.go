@@ -16,14 +16,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/modroot"
 )
 
-// Functions names every Lambda seatsaga deploys; each is built from lambdas/<name>.
-var Functions = []string{
-	"api", "webhook", "sweeper", "relay", "consumer",
-	"claim", "authorize", "confirm", "capture", "compensate", "reconcile",
-}
+// Functions names every Lambda seatsaga deploys (internal/deploy's specs); each is built from
+// lambdas/<name>.
+var Functions = deploy.Names()
 
 // Options says what to build and where.
 type Options struct {

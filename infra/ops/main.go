@@ -60,10 +60,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q\n%s", strings.Join(args, " "), usage)
 }
 
-// awsFlags are the flags every command has: which stack, and where its services answer.
+// awsFlags are the flags every command has: which stack, and where the two services every
+// command calls answer (CloudFormation for the stack's outputs, DynamoDB for the Seats table).
+// A command that calls another service registers that endpoint's flag itself.
 type awsFlags struct {
-	stage, stack, region                              string
-	dynamodb, cloudformation, cognito, secretsmanager string
+	stage, stack, region     string
+	dynamodb, cloudformation string
 }
 
 func (f *awsFlags) register(fs *flag.FlagSet) {
@@ -72,8 +74,6 @@ func (f *awsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.region, "region", "", "AWS Region (default: the environment's, as the AWS CLI finds it)")
 	fs.StringVar(&f.dynamodb, "dynamodb-endpoint", "", "DynamoDB endpoint override")
 	fs.StringVar(&f.cloudformation, "cloudformation-endpoint", "", "CloudFormation endpoint override")
-	fs.StringVar(&f.cognito, "cognito-endpoint", "", "Cognito user pools endpoint override")
-	fs.StringVar(&f.secretsmanager, "secretsmanager-endpoint", "", "Secrets Manager endpoint override")
 }
 
 func (f *awsFlags) stackName() string {

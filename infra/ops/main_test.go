@@ -28,9 +28,9 @@ import (
 
 // These tests run the commands, flags and all, against the local stack: DynamoDB Local, the
 // saga, the API gateway and the payment simulator of internal/twin/stack, the local Cognito
-// trusted by the gateway, and small stand-ins for the two AWS APIs the twin lacks
-// (CloudFormation's DescribeStacks, Secrets Manager's GetSecretValue). Only the endpoints
-// differ from a run against AWS.
+// trusted by the gateway, Secrets Manager as the stack's AWS gate serves it, and a small
+// stand-in for the one AWS API the twin lacks (CloudFormation's DescribeStacks). Only the
+// endpoints differ from a run against AWS.
 
 // twinStack is the stack name the CloudFormation stand-in answers for; the twin's tables are
 // named under it as the deployed stack names them.
@@ -95,15 +95,21 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// endpoints are the flags that point a command at the local stack.
+// endpoints are the flags that point `seats load` at the local stack: the services it calls.
 func endpoints() []string {
 	return []string{
 		"--stage", "twin",
 		"--dynamodb-endpoint", env.st.Endpoints.DynamoDB,
 		"--cloudformation-endpoint", env.cfn.URL,
+	}
+}
+
+// smokeEndpoints point `smoke` at the local stack: it also calls Cognito and Secrets Manager.
+func smokeEndpoints() []string {
+	return append(endpoints(),
 		"--cognito-endpoint", env.cognito,
 		"--secretsmanager-endpoint", env.st.Endpoints.AWS,
-	}
+	)
 }
 
 // ops runs a command line and returns its output.
@@ -226,6 +232,8 @@ func TestSeatsLoadRefusesABadFileAndWritesNothing(t *testing.T) {
   {"seatId": "X1", "priceMinor": 100, "currency": "EU"}]}`, `:2: seat "X1": currency: "EU"`},
 		{"non-positive price", `{"eventId": "bad-price", "seats": [` + good + `
   {"seatId": "X1", "priceMinor": 0, "currency": "EUR"}]}`, `:2: seat "X1": priceMinor: must be a positive`},
+		{"a price Stripe would refuse", `{"eventId": "bad-stripe-price", "seats": [` + good + `
+  {"seatId": "X1", "priceMinor": 49, "currency": "EUR"}]}`, `:2: seat "X1": priceMinor: 49 is below Stripe's minimum charge in EUR`},
 		{"closesAt before opensAt", `{"eventId": "bad-window", "opensAt": "2026-06-02T00:00:00Z",
   "closesAt": "2026-06-01T00:00:00Z", "seats": [{"seatId": "OK-1", "priceMinor": 5000, "currency": "EUR"}]}`, `:2: closesAt: 2026-06-01T00:00:00Z is not after opensAt`},
 		{"unknown field", `{"eventId": "bad-field", "seats": [` + good + `
@@ -270,6 +278,17 @@ func TestSeatsLoadNamesAStackThatDoesNotExist(t *testing.T) {
 	}
 }
 
+// Each command has the flags of the services it calls and no others.
+func TestSeatsLoadHasNoFlagsForServicesItDoesNotCall(t *testing.T) {
+	path := writeFile(t, concertFile)
+	for _, flag := range []string{"--cognito-endpoint", "--secretsmanager-endpoint"} {
+		_, err := ops(t, append([]string{"seats", "load", "--file", path, flag, "http://127.0.0.1:1"}, endpoints()...)...)
+		if err == nil || !strings.Contains(err.Error(), "flag provided but not defined") {
+			t.Errorf("seats load %s: err = %v, want the flag refused", flag, err)
+		}
+	}
+}
+
 // The product reads the window the loader writes: a seat outside it is refused at admission.
 func TestLoadedSaleWindowIsEnforcedByTheApi(t *testing.T) {
 	path := writeFile(t, `{"eventId": "window-twin", "opensAt": "2098-01-01T00:00:00Z",
@@ -297,7 +316,7 @@ func TestLoadedSaleWindowIsEnforcedByTheApi(t *testing.T) {
 }
 
 func TestSmokeBuysASeatEndToEndAndLinksTheExecution(t *testing.T) {
-	args := append([]string{"smoke", "--stripe-api-base", env.st.Endpoints.Payments, "--timeout", "2m"}, endpoints()...)
+	args := append([]string{"smoke", "--stripe-api-base", env.st.Endpoints.Payments, "--timeout", "2m"}, smokeEndpoints()...)
 	out, err := ops(t, args...)
 	if err != nil {
 		t.Fatalf("smoke: %v\n%s", err, out)
@@ -337,7 +356,7 @@ func TestSmokeBuysANamedSeat(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	args := append([]string{"smoke", "--event", "named-twin", "--seat", "N1", "--email", "named@example.com",
-		"--stripe-api-base", env.st.Endpoints.Payments}, endpoints()...)
+		"--stripe-api-base", env.st.Endpoints.Payments}, smokeEndpoints()...)
 	out, err := ops(t, args...)
 	if err != nil || !strings.Contains(out, "seat N1 of event named-twin sold to named@example.com for 2500 usd") {
 		t.Fatalf("err = %v\n%s", err, out)
@@ -356,7 +375,7 @@ func TestSmokeRefusesAStageWithoutATestModeStripeKey(t *testing.T) {
 	} {
 		t.Run(tc.secret, func(t *testing.T) {
 			before := scanSeats(t)
-			args := append([]string{"smoke", "--stripe-secret-arn", env.otherSecrets[tc.secret]}, endpoints()...)
+			args := append([]string{"smoke", "--stripe-secret-arn", env.otherSecrets[tc.secret]}, smokeEndpoints()...)
 			out, err := ops(t, args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one saying %q\n%s", err, tc.want, out)
@@ -369,7 +388,7 @@ func TestSmokeRefusesAStageWithoutATestModeStripeKey(t *testing.T) {
 }
 
 func TestSmokeNamesTheOutputAStageLacks(t *testing.T) {
-	args := append(endpoints(), "--stack", "Seatsaga-importedpool")
+	args := append(smokeEndpoints(), "--stack", "Seatsaga-importedpool")
 	_, err := ops(t, append([]string{"smoke"}, args...)...)
 	if err == nil || !strings.Contains(err.Error(), "stack Seatsaga-importedpool has no UserPoolClientId output: pass --client-id") {
 		t.Errorf("err = %v", err)

@@ -23,6 +23,8 @@ func smokeTest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	var af awsFlags
 	af.register(fs)
+	cognitoEndpoint := fs.String("cognito-endpoint", "", "Cognito user pools endpoint override")
+	secretsEndpoint := fs.String("secretsmanager-endpoint", "", "Secrets Manager endpoint override")
 	email := fs.String("email", "seatsaga-smoke@example.com", "the test user, created in the user pool on first use (no email is sent)")
 	event := fs.String("event", "seatsaga-smoke", "the event of the seat to buy")
 	seat := fs.String("seat", "", "an AVAILABLE seat of --event to buy (default: a new seat created for this run)")
@@ -78,8 +80,8 @@ func smokeTest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	loader := &catalog.Loader{DB: af.dynamoDB(cfg), Table: seatsTable(*prefix, st)}
 	report, err := smoke.Run(ctx, smoke.Config{
 		Target:  t,
-		Cognito: cip.NewFromConfig(cfg, func(o *cip.Options) { o.BaseEndpoint = endpoint(af.cognito) }),
-		Secrets: secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = endpoint(af.secretsmanager) }),
+		Cognito: cip.NewFromConfig(cfg, func(o *cip.Options) { o.BaseEndpoint = endpoint(*cognitoEndpoint) }),
+		Secrets: secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = endpoint(*secretsEndpoint) }),
 		Email:   *email, EventID: *event, SeatID: *seat, Timeout: *timeout, Progress: stdout,
 		NewSeat: func(ctx context.Context) (string, error) {
 			return createSmokeSeat(ctx, loader, *event, *price, *currency)

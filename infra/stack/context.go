@@ -26,6 +26,7 @@ const (
 	CtxAllowedOrigins         = "allowedOrigins"
 	CtxSESFromEmail           = "sesFromEmail"
 	CtxSESVerifiedDomain      = "sesVerifiedDomain"
+	CtxReservedConcurrency    = "reservedConcurrency"
 )
 
 // PropsFromContext overlays the context values on DefaultProps. get returns nil for an absent
@@ -103,6 +104,15 @@ func PropsFromContext(get func(key string) any) (Props, error) {
 			}
 		default:
 			errs = append(errs, fmt.Sprintf("%s: want a list or a comma-separated string of origins", CtxAllowedOrigins))
+		}
+	}
+	if v := get(CtxReservedConcurrency); v != nil {
+		switch fmt.Sprint(v) {
+		case "true":
+		case "false":
+			p.WithoutReservedConcurrency = true
+		default:
+			errs = append(errs, fmt.Sprintf("%s: want true or false, got %v", CtxReservedConcurrency, v))
 		}
 	}
 	str(CtxSESFromEmail, &p.Api.SESFromEmail)

@@ -41,6 +41,12 @@ func TestPropsFromContext(t *testing.T) {
 				t.Errorf("thresholds %+v origins %v", p.Thresholds, p.Api.AllowedOrigins)
 			}
 		}},
+		{name: "reserved concurrency off for a small account", ctx: map[string]any{"reservedConcurrency": "false"}, check: func(t *testing.T, p Props) {
+			if !p.WithoutReservedConcurrency {
+				t.Error("-c reservedConcurrency=false left the reservations in")
+			}
+		}},
+		{name: "reserved concurrency neither true nor false", ctx: map[string]any{"reservedConcurrency": "no"}, wantErr: "reservedConcurrency"},
 		{name: "alarm thresholds that are no JSON object", ctx: map[string]any{"alarmThresholds": "DLQDepth=5"}, wantErr: "alarmThresholds"},
 		{name: "not a number", ctx: map[string]any{"holdSeconds": "soon"}, wantErr: "holdSeconds"},
 		{name: "fractional whole number", ctx: map[string]any{"holdSeconds": float64(1.5)}, wantErr: "whole number"},

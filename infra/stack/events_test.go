@@ -101,6 +101,42 @@ func TestSweeperRunsOnARateSchedule(t *testing.T) {
 	}
 }
 
+// A tick the sweeper cannot take (its one reserved slot is busy) or a failed sweep is dropped,
+// not queued by Lambda for hours behind the next tick that does the same work.
+func TestAThrottledOrFailedSweepIsNotRetriedByLambda(t *testing.T) {
+	s := synthesized(t)
+	_, cfg := s.byPath(t, "Schedules/SweeperInvokeConfig/Resource")
+	p := props(cfg)
+	if p["MaximumRetryAttempts"] != float64(0) || p["MaximumEventAgeInSeconds"] != float64(60) {
+		t.Errorf("the sweeper's invoke config %s, want no retries and events at most 60 s old", asJSON(p))
+	}
+}
+
+// An account whose concurrency quota cannot spare the reservations deploys without them.
+func TestReservedConcurrencyCanBeLeftOut(t *testing.T) {
+	p := DefaultProps()
+	p.WithoutReservedConcurrency = true
+	s, err := synthesize(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range s.ofType("AWS::Lambda::Function") {
+		if v, ok := props(r)["ReservedConcurrentExecutions"]; ok {
+			t.Errorf("%s reserves %v", id, v)
+		}
+	}
+	// The control: the default stack reserves the webhook's and the sweeper's.
+	reserved := 0
+	for _, r := range synthesized(t).ofType("AWS::Lambda::Function") {
+		if _, ok := props(r)["ReservedConcurrentExecutions"]; ok {
+			reserved++
+		}
+	}
+	if reserved != 2 {
+		t.Errorf("the default stack reserves concurrency for %d functions, want 2", reserved)
+	}
+}
+
 func TestSecretsHoldNoValueInTheTemplate(t *testing.T) {
 	s := synthesized(t)
 	secrets := s.ofType("AWS::SecretsManager::Secret")

@@ -37,6 +37,9 @@ type FunctionsProps struct {
 	LogRetention awslogs.RetentionDays
 	// Specs overrides deploy.Functions(); tests use it.
 	Specs []deploy.Function
+	// WithoutReservedConcurrency leaves the specs' reserved concurrency out, for accounts whose
+	// concurrency quota cannot spare it (Lambda keeps 100 unreserved).
+	WithoutReservedConcurrency bool
 	// constructGrants hands each function its role itself instead of one without policy
 	// updates, so that the constructs binding to it add their own statements; a test uses it
 	// to prove those are all in the spec.
@@ -96,7 +99,7 @@ func NewFunctions(scope constructs.Construct, id string, p FunctionsProps) *Func
 			fnRole = role
 		}
 		var reserved *float64
-		if s.ReservedConcurrency > 0 {
+		if s.ReservedConcurrency > 0 && !p.WithoutReservedConcurrency {
 			reserved = jsii.Number(float64(s.ReservedConcurrency))
 		}
 		fn := awslambda.NewFunction(c, jsii.String(name), &awslambda.FunctionProps{
@@ -171,8 +174,8 @@ func (r *resolver) ARN(fn string, res deploy.Resource) string {
 	switch res.Kind {
 	case deploy.Table:
 		return *r.data.Table(res.Name).TableArn()
-	case deploy.TableIndexes:
-		return *r.data.Table(res.Name).TableArn() + "/index/*"
+	case deploy.TableIndex:
+		return *r.data.Table(res.Name).TableArn() + "/index/" + res.Index
 	case deploy.TableStream:
 		if arn := r.data.Table(res.Name).TableStreamArn(); arn != nil {
 			return *arn

@@ -179,7 +179,7 @@ func NewMonitoring(scope constructs.Construct, id string, p MonitoringProps) *Mo
 			metric: sum(MetricConditionalCheckFailed), threshold: t.ConditionalCheckFailed, periods: 1},
 		{name: "TransactionConflict", description: "DynamoDB transactions cancelled by conflicts with concurrent transactions on the same items; claims are retried with jitter but sustained conflicts mean contention on shared items.",
 			metric: sum(MetricTransactionConflict), threshold: t.TransactionConflict, periods: 1},
-		{name: "Throttled", description: "DynamoDB or Step Functions throttled a request: capacity or account limits are being hit.",
+		{name: "Throttled", description: "DynamoDB throttled a request of the inventory store: table capacity or account limits are being hit.",
 			metric: sum(MetricThrottled), threshold: t.Throttled, periods: 1},
 		{name: "CompensationOutcome", description: "Many compensations (voids, refunds, releases) in a short time: payments are failing broadly or holds are expiring before payment.",
 			metric: sum(MetricCompensationOutcome), threshold: t.CompensationOutcome, periods: 1},

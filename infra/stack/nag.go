@@ -32,7 +32,7 @@ func (s *Seatsaga) Suppressions() []suppression {
 	out = append(out, suppression{
 		path: "Workflow/Role/DefaultPolicy/Resource", rule: "AwsSolutions-IAM5",
 		appliesTo: []string{"Resource::*"},
-		reason:    "Only X-Ray trace writes and the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends), none of which support resource-level permissions.",
+		reason:    "Only X-Ray tracing (trace writes and the sampling rules and targets it reads) and the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends), none of which support resource-level permissions.",
 	})
 	out = append(out,
 		suppression{path: "Api/RestApi/CloudWatchRole/Resource", rule: "AwsSolutions-IAM4",
@@ -76,14 +76,11 @@ var unscopedActions = map[string]string{
 // functionWildcards are the IAM5 suppressions of one function's role: one per kind of
 // wildcard resource its spec grants on, naming the resources and the actions.
 func functionWildcards(name string, spec deploy.Function) []suppression {
-	var indexes, indexActions, executionActions, anyActions, anyWhy []string
+	var executionActions, anyActions, anyWhy []string
 	scopable := false
 	for _, g := range spec.AllGrants() {
 		for _, r := range g.Resources {
 			switch r.Kind {
-			case deploy.TableIndexes:
-				indexes = append(indexes, r.Name)
-				indexActions = append(indexActions, g.Actions...)
 			case deploy.Executions:
 				executionActions = append(executionActions, g.Actions...)
 			case deploy.Any:
@@ -98,21 +95,7 @@ func functionWildcards(name string, spec deploy.Function) []suppression {
 	}
 	path := "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource"
 	var out []suppression
-	if len(indexes) > 0 {
-		var applies, named []string
-		for _, logical := range uniqueSorted(indexes) {
-			// The finding renders the table's ARN by its logical id, "<DataSeats1A2B3C4D.Arn>".
-			applies = append(applies, `regex:/^Resource::<Data`+logical+`[0-9A-F]{8}\.Arn>\/index\/\*$/`)
-			named = append(named, "table/"+logical+"/index/*")
-		}
-		whose := "that table"
-		if len(named) > 1 {
-			whose = "those tables"
-		}
-		out = append(out, suppression{path: path, rule: "AwsSolutions-IAM5", appliesTo: applies,
-			reason: fmt.Sprintf("%s on %s: the global secondary indexes of %s only, whose names internal/tables fixes.",
-				strings.Join(uniqueSorted(indexActions), ", "), strings.Join(named, " and "), whose)})
-	}
+
 	if len(executionActions) > 0 {
 		out = append(out, suppression{path: path, rule: "AwsSolutions-IAM5",
 			appliesTo: []string{`regex:/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<Workflow[A-Za-z0-9]+\.Name>:\*$/`},

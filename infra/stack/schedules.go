@@ -4,6 +4,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -33,6 +34,15 @@ func NewSchedules(scope constructs.Construct, id string, p SchedulesProps) *Sche
 			RetryAttempts: jsii.Number(1),
 			MaxEventAge:   period,
 		})},
+	})
+	// The rule invokes the sweeper asynchronously. With a reserved concurrency of 1, a tick
+	// that arrives while a sweep still runs is throttled and Lambda's own queue would retry it
+	// for up to 6 hours, and a failed sweep twice: both only pile sweeps up behind the next
+	// tick, which does the same work. Drop them instead.
+	awslambda.NewEventInvokeConfig(c, jsii.String("SweeperInvokeConfig"), &awslambda.EventInvokeConfigProps{
+		Function:      p.Sweeper.Function,
+		RetryAttempts: jsii.Number(0),
+		MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(60)),
 	})
 	return &Schedules{Construct: c, SweeperRule: rule}
 }

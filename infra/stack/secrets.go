@@ -38,7 +38,7 @@ func NewSecrets(scope constructs.Construct, id string, p SecretsProps) *Secrets 
 	}
 	return &Secrets{
 		Construct:           c,
-		StripeSecretKey:     secret("StripeSecretKey", "Stripe API secret key (sk_...) used by the payment steps, the webhook and the sweeper"),
+		StripeSecretKey:     secret("StripeSecretKey", "Stripe API secret key (sk_...) used by the api, the payment steps, the webhook and the sweeper"),
 		StripeWebhookSecret: secret("StripeWebhookSecret", "Stripe webhook endpoint signing secret (whsec_...) used only by the webhook"),
 	}
 }

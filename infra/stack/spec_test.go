@@ -44,8 +44,8 @@ func (r *templateResolver) ARN(fn string, res deploy.Resource) string {
 	switch res.Kind {
 	case deploy.Table:
 		return getAtt(r.id("Data/"+res.Name+"/Resource"), "Arn")
-	case deploy.TableIndexes:
-		return `{"Fn::Join":["",[` + getAtt(r.id("Data/"+res.Name+"/Resource"), "Arn") + `,"/index/*"]]}`
+	case deploy.TableIndex:
+		return `{"Fn::Join":["",[` + getAtt(r.id("Data/"+res.Name+"/Resource"), "Arn") + `,"/index/` + res.Index + `"]]}`
 	case deploy.TableStream:
 		return getAtt(r.id("Data/"+res.Name+"/Resource"), "StreamArn")
 	case deploy.StateMachine:
@@ -286,10 +286,23 @@ func sortedGrants(m map[grant]bool) []grant {
 	return out
 }
 
-// stageSettings are the settings New derives from p, which the template should carry.
-func stageSettings(p Props) Settings {
-	return Settings{Stage: p.Stage, LateSuccessPolicy: p.LateSuccessPolicy, HoldSeconds: p.HoldSeconds,
-		MaxSeatsPerReservation: p.Api.MaxSeatsPerReservation, SweepGraceSeconds: p.SweepGraceSeconds}
+// A stage's own settings reach the functions as the spec renders them: the api's allowed origins
+// among them, which the default stage leaves empty.
+func TestAStagesSettingsReachItsFunctionsAsTheSpecRendersThem(t *testing.T) {
+	p := DefaultProps()
+	p.Api.AllowedOrigins = []string{"https://tickets.example", "https://box.example"}
+	p.HoldSeconds = 300
+	s, err := synthesize(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s.specDiffs(deploy.Functions(), p.settings()) {
+		t.Error(d)
+	}
+	_, api := s.byPath(t, "Functions/Api/Resource")
+	if got := asJSON(props(api)["Environment"]); !strings.Contains(got, `"SEATSAGA_ALLOWED_ORIGINS":"https://tickets.example,https://box.example"`) {
+		t.Errorf("the api's environment %s lacks the stage's origins", got)
+	}
 }
 
 func TestEveryFunctionInTheTemplateIsExactlyItsSpec(t *testing.T) {
@@ -297,7 +310,7 @@ func TestEveryFunctionInTheTemplateIsExactlyItsSpec(t *testing.T) {
 	if got := len(s.ofType("AWS::Lambda::Function")); got != len(deploy.Functions()) {
 		t.Errorf("%d functions in the template, %d specs", got, len(deploy.Functions()))
 	}
-	for _, d := range s.specDiffs(deploy.Functions(), stageSettings(DefaultProps())) {
+	for _, d := range s.specDiffs(deploy.Functions(), DefaultProps().settings()) {
 		t.Error(d)
 	}
 }
@@ -327,7 +340,7 @@ func TestTheSpecComparisonReportsExactlyARemovedGrantAndVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings := stageSettings(p)
+	settings := p.settings()
 	smID, _ := s.byPath(t, "Workflow/StateMachine/Resource")
 	sm := ref(smID)
 
@@ -390,7 +403,7 @@ func TestTheConstructsGrantExactlyTheSpecsPlatformGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range s.specDiffs(full, stageSettings(p)) {
+	for _, d := range s.specDiffs(full, p.settings()) {
 		t.Error(d)
 	}
 }

@@ -39,9 +39,13 @@ type Props struct {
 	// SweepGraceSeconds is how long past its deadline a hold may stay before the sweeper
 	// releases it (the saga's own timeout normally gets there first).
 	SweepGraceSeconds int
-	Api               ApiSettings
-	Events            EventsSettings
-	Thresholds        Thresholds
+	// WithoutReservedConcurrency deploys the webhook and the sweeper without their reserved
+	// concurrency (context reservedConcurrency=false): for an account whose Lambda concurrency
+	// quota is below the 21 reserved plus the 100 Lambda keeps unreserved.
+	WithoutReservedConcurrency bool
+	Api                        ApiSettings
+	Events                     EventsSettings
+	Thresholds                 Thresholds
 
 	// specs overrides deploy.Functions(); tests use it.
 	specs []deploy.Function
@@ -62,6 +66,15 @@ func DefaultProps() Props {
 		Api:               ApiSettings{RateLimit: 500, BurstLimit: 1000, MaxSeatsPerReservation: 10},
 		Events:            EventsSettings{RelayBatchSize: 100, RelayRetryAttempts: 5, RelayMaxRecordAgeHours: 24},
 		Thresholds:        DefaultThresholds(),
+	}
+}
+
+// settings are the application settings the functions' environments are rendered from.
+func (p Props) settings() Settings {
+	return Settings{
+		Stage: p.Stage, LateSuccessPolicy: p.LateSuccessPolicy, HoldSeconds: p.HoldSeconds,
+		MaxSeatsPerReservation: p.Api.MaxSeatsPerReservation, SweepGraceSeconds: p.SweepGraceSeconds,
+		AllowedOrigins: p.Api.AllowedOrigins,
 	}
 }
 
@@ -141,17 +154,13 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 	prod := p.Production()
 	st := awscdk.NewStack(scope, jsii.String(id), stackProps)
 	s := &Seatsaga{Stack: st, stage: p.Stage}
-	settings := Settings{
-		Stage: p.Stage, LateSuccessPolicy: p.LateSuccessPolicy, HoldSeconds: p.HoldSeconds,
-		MaxSeatsPerReservation: p.Api.MaxSeatsPerReservation, SweepGraceSeconds: p.SweepGraceSeconds,
-		AllowedOrigins: p.Api.AllowedOrigins,
-	}
+	settings := p.settings()
 
 	s.Data = NewData(st, "Data", DataProps{Production: prod})
 	s.Secrets = NewSecrets(st, "Secrets", SecretsProps{Production: prod})
 	s.Functions = NewFunctions(st, "Functions", FunctionsProps{
 		AssetDir: p.AssetDir, Production: prod, LogRetention: logRetention,
-		Specs: p.specs, constructGrants: p.constructGrants,
+		Specs: p.specs, constructGrants: p.constructGrants, WithoutReservedConcurrency: p.WithoutReservedConcurrency,
 	})
 	s.Workflow = NewWorkflow(st, "Workflow", WorkflowProps{
 		Functions: s.Functions, Production: prod, LogRetention: logRetention,

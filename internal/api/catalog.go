@@ -46,45 +46,26 @@ type DynamoCatalog struct {
 	Table string
 }
 
-// batchRounds bounds retries of unprocessed keys (throttling); what is left is an error.
-const batchRounds = 5
+// catalogReads are the admission pre-check's reads: eventually consistent (the Claim step's
+// conditional write decides), retrying unprocessed keys for at most 5 rounds.
+var catalogReads = inventory.BatchGetOptions{Rounds: 5, Backoff: 20 * time.Millisecond}
 
 // Seats implements SeatCatalog with one BatchGetItem (at most reservation.MaxSeatsPerTransaction
 // keys, under the 100-key limit).
 func (c *DynamoCatalog) Seats(ctx context.Context, eventID string, seatIDs []string) (map[string]CatalogSeat, error) {
-	keys := make([]map[string]types.AttributeValue, 0, len(seatIDs))
-	for _, id := range seatIDs {
-		keys = append(keys, map[string]types.AttributeValue{
-			tables.AttrSeatKey: &types.AttributeValueMemberS{Value: reservation.SeatKey(eventID, id)},
-		})
+	items, err := inventory.BatchGetSeats(ctx, c.Client, c.Table, eventID, seatIDs, catalogReads)
+	if err != nil {
+		return nil, fmt.Errorf("read seats of event %s: %w", eventID, err)
 	}
 	out := make(map[string]CatalogSeat, len(seatIDs))
-	request := map[string]types.KeysAndAttributes{c.Table: {Keys: keys}}
-	for round := 0; len(request) > 0; round++ {
-		if round == batchRounds {
-			return nil, fmt.Errorf("read seats of event %s: keys left unprocessed after %d rounds", eventID, batchRounds)
-		}
-		if round > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Duration(round*round) * 20 * time.Millisecond):
-			}
-		}
-		resp, err := c.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+	for _, item := range items {
+		cs, err := catalogSeatFromItem(item)
 		if err != nil {
 			return nil, fmt.Errorf("read seats of event %s: %w", eventID, err)
 		}
-		for _, item := range resp.Responses[c.Table] {
-			cs, err := catalogSeatFromItem(item)
-			if err != nil {
-				return nil, fmt.Errorf("read seats of event %s: %w", eventID, err)
-			}
-			if cs.Seat.EventID == eventID {
-				out[cs.Seat.SeatID] = cs
-			}
+		if cs.Seat.EventID == eventID {
+			out[cs.Seat.SeatID] = cs
 		}
-		request = resp.UnprocessedKeys
 	}
 	return out, nil
 }

@@ -26,9 +26,9 @@ const (
 	MaxIDLen = 64
 	// MaxPaymentMethodLen bounds a payment method reference (Stripe ids are ~30 characters).
 	MaxPaymentMethodLen = 255
-	// MaxAmount bounds the amount in minor units (one million in a two-decimal currency's
-	// major units times a hundred); anything larger is a client bug, not a ticket price.
-	MaxAmount int64 = 100_000_000_00
+	// MaxAmount bounds the amount in minor units: Stripe charges at most 99,999,999 minor units,
+	// so a larger reservation would be admitted only to be refused at authorization.
+	MaxAmount int64 = 99_999_999
 )
 
 // CreateRequest is the body of POST /events/{eventId}/reservations.

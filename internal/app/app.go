@@ -11,6 +11,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -24,6 +25,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/api"
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/consumer"
+	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/obs"
@@ -38,19 +40,20 @@ import (
 	"github.com/seatsaga/seatsaga/internal/webhook"
 )
 
-// Function names: the Lambda functions, and the keys of App.Handlers.
+// Function names: the Lambda functions (internal/deploy names them), and the keys of
+// App.Handlers.
 const (
-	FnClaim      = "claim"
-	FnAuthorize  = "authorize"
-	FnConfirm    = "confirm"
-	FnCapture    = "capture"
-	FnCompensate = "compensate"
-	FnReconcile  = "reconcile"
-	FnAPI        = "api"
-	FnWebhook    = "webhook"
-	FnSweeper    = "sweeper"
-	FnConsumer   = "consumer"
-	FnRelay      = "relay"
+	FnClaim      = deploy.FnClaim
+	FnAuthorize  = deploy.FnAuthorize
+	FnConfirm    = deploy.FnConfirm
+	FnCapture    = deploy.FnCapture
+	FnCompensate = deploy.FnCompensate
+	FnReconcile  = deploy.FnReconcile
+	FnAPI        = deploy.FnAPI
+	FnWebhook    = deploy.FnWebhook
+	FnSweeper    = deploy.FnSweeper
+	FnConsumer   = deploy.FnConsumer
+	FnRelay      = deploy.FnRelay
 )
 
 // functions is every function, the relay last (New leaves it out without a bus).
@@ -88,7 +91,8 @@ var (
 )
 
 // Deps are what the handlers of one process share. Each handler uses a part: the relay only
-// Bus, the consumer DynamoDB and Sender, the rest DynamoDB, SFN and Payments.
+// Bus, the consumer DynamoDB and Sender, the rest DynamoDB, SFN and Payments, and the webhook
+// WebhookSecret besides.
 type Deps struct {
 	Config   config.Config
 	DynamoDB DynamoDB
@@ -98,12 +102,12 @@ type Deps struct {
 	Bus relay.EventBridgeAPI
 	// Sender delivers the consumer's notifications.
 	Sender consumer.Sender
-	// WebhookSecret verifies Stripe's signatures, on timestamps up to WebhookTolerance old
-	// (0: Stripe's 5 minutes). WebhookSecretSource, when set, is used instead: a Lambda's is
-	// a cache over Secrets Manager, so a rolled secret is picked up without a cold start.
-	WebhookSecret       string
-	WebhookSecretSource secrets.Source
-	WebhookTolerance    time.Duration
+	// WebhookSecret yields the secret Stripe's signatures are verified with, on timestamps up
+	// to WebhookTolerance old (0: Stripe's 5 minutes). A Lambda's is a cache over Secrets
+	// Manager, so a rolled secret is picked up without a cold start; tests give a
+	// secrets.Static.
+	WebhookSecret    secrets.Source
+	WebhookTolerance time.Duration
 	// Now, Logger and Metrics default as obs.Defaults says, the same for every handler.
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -137,15 +141,10 @@ func New(d Deps) (*App, error) {
 	return build(d, fns...)
 }
 
-// StripeProvider is StripeProviderFromSource with a fixed key (the local stack's).
-func StripeProvider(cfg config.Config, key string, timeout time.Duration, logger *slog.Logger) *stripeadapter.Adapter {
-	return StripeProviderFromSource(cfg, secrets.Static(key), timeout, logger)
-}
-
-// StripeProviderFromSource is the Stripe payment adapter every handler uses: a client for
+// stripeProvider is the Stripe payment adapter every function that pays uses: a client for
 // cfg's API base (stripe-go's default when empty) with the given request timeout and
 // stripe-go's retries, sending each request with the key keys yields.
-func StripeProviderFromSource(cfg config.Config, keys secrets.Source, timeout time.Duration, logger *slog.Logger) *stripeadapter.Adapter {
+func stripeProvider(cfg config.Config, keys secrets.Source, timeout time.Duration, logger *slog.Logger) *stripeadapter.Adapter {
 	return stripeadapter.New(stripeadapter.NewClientAPIWithConfig(stripeadapter.ClientConfig{
 		KeySource: keys, BaseURL: cfg.StripeAPIBase, MaxNetworkRetries: stripeadapter.DefaultMaxNetworkRetries,
 		HTTPClient: &http.Client{Timeout: timeout}, Logger: logger,
@@ -203,12 +202,16 @@ func (b *builder) handler(fn string) (any, error) {
 		}
 		return h.Handle, nil
 	case FnWebhook:
+		if d.WebhookSecret == nil {
+			// Without it every event would be rejected as forged.
+			return nil, errors.New("no webhook secret")
+		}
 		inv, err := b.inventory()
 		if err != nil {
 			return nil, err
 		}
 		h, err := webhook.New(webhook.Deps{
-			Verifier: stripeadapter.NewWebhookVerifierFromSource(webhookSecretSource(d), stripeadapter.WebhookOptions{Now: d.Now, Tolerance: d.WebhookTolerance}),
+			Verifier: stripeadapter.NewWebhookVerifierFromSource(d.WebhookSecret, stripeadapter.WebhookOptions{Now: d.Now, Tolerance: d.WebhookTolerance}),
 			Payments: d.Payments,
 			Store:    inv,
 			Dedupe:   &webhook.DynamoDedupe{Client: d.DynamoDB, Table: cfg.Tables.Of(tables.ProcessedEventsTable), Now: d.Now},
@@ -262,14 +265,6 @@ func (b *builder) handler(fn string) (any, error) {
 		return h.Handle, nil
 	}
 	return nil, fmt.Errorf("no such function (want one of %v)", functions)
-}
-
-// webhookSecretSource is d's webhook secret source, or its fixed secret.
-func webhookSecretSource(d Deps) secrets.Source {
-	if d.WebhookSecretSource != nil {
-		return d.WebhookSecretSource
-	}
-	return secrets.Static(d.WebhookSecret)
 }
 
 // steps builds the saga steps once, over the shared inventory.

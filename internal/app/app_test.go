@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"github.com/seatsaga/seatsaga/statemachine"
 	"maps"
 	"slices"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/secrets"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/statemachine"
 )
 
 type noPayments struct{ payment.Provider }
@@ -35,7 +35,7 @@ func full() Deps {
 		Payments:      noPayments{},
 		Bus:           relay.NewMemoryBus(),
 		Sender:        &consumer.MemorySender{},
-		WebhookSecret: "whsec_x",
+		WebhookSecret: secrets.Static("whsec_x"),
 	}
 }
 
@@ -86,6 +86,7 @@ func TestBuildChecksWhatEachFunctionUses(t *testing.T) {
 			wantErr: []string{FnAPI}},
 		{name: "no bus", mutate: func(d *Deps) { d.Bus = nil }, wantErr: []string{FnRelay}},
 		{name: "no sender", mutate: func(d *Deps) { d.Sender = nil }, wantErr: []string{FnConsumer}},
+		{name: "no webhook secret", mutate: func(d *Deps) { d.WebhookSecret = nil }, wantErr: []string{FnWebhook}},
 	}
 	for _, tc := range cases {
 		for _, fn := range fns {
@@ -149,28 +150,6 @@ func TestNewBuildsEveryFunction(t *testing.T) {
 func TestLambdaRejectsAnUnknownFunction(t *testing.T) {
 	if _, err := FromEnv(context.Background(), "nope"); err == nil {
 		t.Fatal("unknown function accepted")
-	}
-}
-
-func TestSecretsAreReadFromTheFunctionsEnvironment(t *testing.T) {
-	readers := map[string]func(context.Context, config.Config, Runtime, secrets.Options) (secrets.Source, error){
-		EnvStripeSecretKey: stripeKey, EnvStripeWebhookSecret: webhookSecret,
-	}
-	for env, read := range readers {
-		given := Runtime{Lookup: func(name string) (string, bool) { return "secret", name == env }}
-		src, err := read(context.Background(), config.Config{}, given, secrets.Options{})
-		if err != nil {
-			t.Fatalf("%s: %v", env, err)
-		}
-		if v, err := src.Get(context.Background()); err != nil || v != "secret" {
-			t.Fatalf("%s: %q %v", env, v, err)
-		}
-		// The process environment is not the function's: a value there is not seen.
-		t.Setenv(env, "secret")
-		none := Runtime{Lookup: func(string) (string, bool) { return "", false }}
-		if _, err := read(context.Background(), config.Config{}, none, secrets.Options{}); err == nil {
-			t.Fatalf("%s: no value and no secret ARN accepted", env)
-		}
 	}
 }
 

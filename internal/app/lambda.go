@@ -25,15 +25,6 @@ import (
 	"github.com/seatsaga/seatsaga/internal/secrets"
 )
 
-// Secrets a Lambda may be given directly (local runs and tests); on AWS each comes from the
-// Secrets Manager secret named by its config.Env*ARN variable.
-const (
-	// EnvStripeSecretKey is the Stripe secret key (else config.EnvStripeSecretARN).
-	EnvStripeSecretKey = "SEATSAGA_STRIPE_SECRET_KEY"
-	// EnvStripeWebhookSecret is the webhook signing secret (else config.EnvStripeWebhookSecretARN).
-	EnvStripeWebhookSecret = "SEATSAGA_STRIPE_WEBHOOK_SECRET"
-)
-
 // Lambda is what a Lambda main hands lambda.Start: function's handler, built from the
 // environment. If it cannot be built, Lambda logs why, as JSON like every other log line, and
 // exits non-zero: Lambda then reports an init error rather than serving a broken handler.
@@ -47,8 +38,8 @@ func Lambda(ctx context.Context, function string) any {
 }
 
 // FromEnv builds function's handler from the process environment and the AWS SDK's default
-// configuration (credentials, region, AWS_ENDPOINT_URL), as on AWS, and makes its logger the
-// default one.
+// configuration (credentials, region, AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>), as on
+// AWS, and makes its logger the default one.
 func FromEnv(ctx context.Context, function string) (any, error) {
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -66,12 +57,14 @@ func FromEnv(ctx context.Context, function string) (any, error) {
 // process environment and the SDK's configuration; the local stack gives each function the
 // environment its deployment spec renders, credentials of its own against the local endpoints,
 // and the stack's clock and sinks, so that a function missing a variable or a grant fails
-// locally as it would on AWS.
+// locally as it would on AWS. Every client goes where AWS sends it (its BaseEndpoint, or the
+// SDK's AWS_ENDPOINT_URL_<SERVICE>): no variable of seatsaga's can send a client past the
+// local stack's gate or around IAM.
 type Runtime struct {
 	// Lookup reads an environment variable.
 	Lookup func(string) (string, bool)
 	// AWS is the SDK configuration every client is built from (credentials, region, base
-	// endpoint).
+	// endpoint), and the only source of endpoints.
 	AWS aws.Config
 
 	// The rest are the local stack's: zero values are what a Lambda uses.
@@ -114,7 +107,7 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 		return Deps{}, fmt.Errorf("app: no function %q", function)
 	}
 	if rt.Lookup == nil {
-		rt.Lookup = func(string) (string, bool) { return "", false }
+		rt.Lookup = config.MapLookup(nil)
 	}
 	cfg, err := config.FromLookup(rt.Lookup)
 	if err != nil {
@@ -138,7 +131,7 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 		}
 		return d, nil
 	case FnConsumer:
-		d.DynamoDB = dynamoDB(cfg, rt)
+		d.DynamoDB = dynamoDB(rt)
 		d.Sender = rt.Sender
 		if d.Sender == nil {
 			// It logs the notifications it would send.
@@ -150,7 +143,7 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 		return d, nil
 	}
 	// The rest reserve and pay.
-	d.DynamoDB, d.SFN = dynamoDB(cfg, rt), stepFunctions(cfg, rt.AWS)
+	d.DynamoDB, d.SFN = dynamoDB(rt), sfn.NewFromConfig(rt.AWS)
 	if d.Metrics == nil {
 		d.Metrics = emf.New(os.Stdout, cfg.MetricsNamespace)
 	}
@@ -169,9 +162,9 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 	if timeout <= 0 {
 		timeout = stripeadapter.DefaultHTTPTimeout
 	}
-	d.Payments = StripeProviderFromSource(cfg, keys, timeout, d.Logger)
+	d.Payments = stripeProvider(cfg, keys, timeout, d.Logger)
 	if function == FnWebhook {
-		if d.WebhookSecretSource, err = webhookSecret(ctx, cfg, rt, cacheOpts); err != nil {
+		if d.WebhookSecret, err = webhookSecret(ctx, cfg, rt, cacheOpts); err != nil {
 			return Deps{}, err
 		}
 	}
@@ -184,14 +177,11 @@ func serviceMetrics(cfg config.Config, service string) metrics.Recorder {
 	return emf.New(os.Stdout, cfg.MetricsNamespace, emf.WithDimensions(metrics.Dim{Name: "Service", Value: service}))
 }
 
-// dynamoDB returns the AWS config's DynamoDB client, with the endpoint overridden when one is
-// set. A loopback endpoint is DynamoDB Local, which sends no CRC32 with cancelled
-// transactions, so response checksums are not validated there.
-func dynamoDB(cfg config.Config, rt Runtime) *dynamodb.Client {
+// dynamoDB returns the AWS config's DynamoDB client. A loopback endpoint is DynamoDB Local
+// (behind the local stack's gate), which sends no CRC32 with cancelled transactions, so
+// response checksums are not validated there.
+func dynamoDB(rt Runtime) *dynamodb.Client {
 	opts := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
-		if cfg.DynamoDBEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
-		}
 		if o.BaseEndpoint != nil {
 			o.DisableValidateResponseChecksum = config.LoopbackEndpoint(*o.BaseEndpoint)
 		}
@@ -199,56 +189,42 @@ func dynamoDB(cfg config.Config, rt Runtime) *dynamodb.Client {
 	return dynamodb.NewFromConfig(rt.AWS, opts...)
 }
 
-// stepFunctions returns a Step Functions client: the AWS config's, or the local engine's when
-// cfg.SFNEndpoint is set.
-func stepFunctions(cfg config.Config, awsCfg aws.Config) *sfn.Client {
-	return sfn.NewFromConfig(awsCfg, func(o *sfn.Options) {
-		if cfg.SFNEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.SFNEndpoint)
-		}
-	})
-}
-
-// stripeKey returns the source of the Stripe secret key: SEATSAGA_STRIPE_SECRET_KEY when set,
-// else the Secrets Manager secret cfg.StripeSecretARN (its string value is the key). Never
-// logged.
+// stripeKey returns the source of the Stripe secret key: the Secrets Manager secret
+// cfg.StripeSecretARN, whose string value is the key. Never logged.
 func stripeKey(ctx context.Context, cfg config.Config, rt Runtime, opts secrets.Options) (secrets.Source, error) {
 	opts.Name = "Stripe key"
-	return secret(ctx, rt, opts, EnvStripeSecretKey, config.EnvStripeSecretARN, cfg.StripeSecretARN)
+	return secret(ctx, rt, opts, config.EnvStripeSecretARN, cfg.StripeSecretARN)
 }
 
-// webhookSecret returns the source of the Stripe webhook signing secret:
-// SEATSAGA_STRIPE_WEBHOOK_SECRET when set, else the Secrets Manager secret
-// cfg.StripeWebhookSecretARN. Never logged.
+// webhookSecret returns the source of the Stripe webhook signing secret: the Secrets Manager
+// secret cfg.StripeWebhookSecretARN. Never logged.
 func webhookSecret(ctx context.Context, cfg config.Config, rt Runtime, opts secrets.Options) (secrets.Source, error) {
-	opts.Name = "webhook"
-	return secret(ctx, rt, opts, EnvStripeWebhookSecret, config.EnvStripeWebhookSecretARN, cfg.StripeWebhookSecretARN)
+	opts.Name = "webhook secret"
+	return secret(ctx, rt, opts, config.EnvStripeWebhookSecretARN, cfg.StripeWebhookSecretARN)
 }
 
-// secret returns a secret's source: the variable env, fixed, when set; else a cache over the
-// string value of the Secrets Manager secret arn (named by the variable arnEnv), so that a
-// rotation is picked up within the cache's TTL, or at once when Stripe refuses the old value.
-// The cache is read once here: a missing or unreadable secret still fails the cold start,
-// and the first request does not wait for Secrets Manager.
-func secret(ctx context.Context, rt Runtime, opts secrets.Options, env, arnEnv, arn string) (secrets.Source, error) {
-	if v, ok := rt.Lookup(env); ok && v != "" {
-		return secrets.Static(v), nil
-	}
+// secret returns a cache over the string value of the Secrets Manager secret arn (named by
+// the variable arnEnv), so that a rotation is picked up within the cache's TTL, or at once
+// when Stripe refuses the old value. A secret's value never sits in the function's
+// environment, where it could not be rotated. The cache is read once here: a missing or
+// unreadable secret still fails the cold start, and the first request does not wait for
+// Secrets Manager.
+func secret(ctx context.Context, rt Runtime, opts secrets.Options, arnEnv, arn string) (secrets.Source, error) {
 	if arn == "" {
-		return nil, fmt.Errorf("app: set %s or %s", arnEnv, env)
+		return nil, fmt.Errorf("app: %s is not set: the %s is read from Secrets Manager by ARN", arnEnv, opts.Name)
 	}
 	sm := secretsmanager.NewFromConfig(rt.AWS)
-	what := opts.Name
 	cache := secrets.New(func(ctx context.Context) (string, error) {
 		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
 		if err != nil {
-			return "", fmt.Errorf("app: read the %s secret: %w", what, err)
+			// The cache names the secret in its error and its log line.
+			return "", err
 		}
 		// An empty value is refused by the cache (secrets.ErrEmpty), which keeps the last one.
 		return aws.ToString(out.SecretString), nil
 	}, opts)
 	if _, err := cache.Get(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("app: read %s=%s: %w", arnEnv, arn, err)
 	}
 	return cache, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,9 @@ import (
 )
 
 // Environment variable names shared by the CDK app, the Lambda mains and the local stack.
+// There is no endpoint override among them: a function reaches AWS (or the local twin's gate)
+// only through the SDK's own AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>, so that no
+// variable of ours can point a deployed function past IAM or the twin past its grants.
 const (
 	EnvStage                  = "SEATSAGA_STAGE"
 	EnvTablePrefix            = "SEATSAGA_TABLE_PREFIX"
@@ -31,9 +33,6 @@ const (
 	// EnvAllowedOrigins lists, comma-separated, the browser origins the api answers may be
 	// read by.
 	EnvAllowedOrigins = "SEATSAGA_ALLOWED_ORIGINS"
-	// Endpoint overrides, set only when the handlers run against local services.
-	EnvDynamoDBEndpoint = "DYNAMODB_ENDPOINT"
-	EnvSFNEndpoint      = "SFN_ENDPOINT"
 )
 
 // Config is every setting a seatsaga handler may need; each handler uses a part of it.
@@ -51,8 +50,6 @@ type Config struct {
 	SweepGrace             time.Duration
 	MetricsNamespace       string
 	AllowedOrigins         []string
-	DynamoDBEndpoint       string
-	SFNEndpoint            string
 }
 
 // Defaults that hold when a variable is unset.
@@ -64,10 +61,8 @@ const (
 	DefaultMetricsNamespace = "Seatsaga"
 )
 
-// FromEnv reads the configuration from the process environment.
-func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
-
-// FromLookup reads the configuration through lookup, so tests need not touch the environment.
+// FromLookup reads the configuration through lookup: os.LookupEnv in a Lambda, the
+// environment a function's spec renders on the local stack, MapLookup in tests.
 func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	get := func(name, fallback string) string {
 		if v, ok := lookup(name); ok && v != "" {
@@ -85,8 +80,6 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		StripeAPIBase:          get(EnvStripeAPIBase, ""),
 		LateSuccessPolicy:      get(EnvLateSuccessPolicy, DefaultLateSuccess),
 		MetricsNamespace:       get(EnvMetricsNamespace, DefaultMetricsNamespace),
-		DynamoDBEndpoint:       get(EnvDynamoDBEndpoint, ""),
-		SFNEndpoint:            get(EnvSFNEndpoint, ""),
 	}
 	for _, o := range strings.Split(get(EnvAllowedOrigins, ""), ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -112,6 +105,15 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		return Config{}, fmt.Errorf("%s: want reacquire or void, got %q", EnvLateSuccessPolicy, p)
 	}
 	return cfg, nil
+}
+
+// MapLookup reads variables from m, as FromLookup wants them: the environment of a function
+// that is not this process's.
+func MapLookup(m map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
 }
 
 func seconds(v string, fallback time.Duration) (time.Duration, error) {

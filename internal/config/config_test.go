@@ -6,12 +6,8 @@ import (
 	"time"
 )
 
-func lookupFrom(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
-
 func TestDefaults(t *testing.T) {
-	cfg, err := FromLookup(lookupFrom(nil))
+	cfg, err := FromLookup(MapLookup(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,15 +17,15 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestReadsEveryField(t *testing.T) {
-	cfg, err := FromLookup(lookupFrom(map[string]string{
+	cfg, err := FromLookup(MapLookup(map[string]string{
 		EnvTablePrefix: "prod-", EnvHoldSeconds: "300", EnvMaxSeats: "4", EnvLateSuccessPolicy: "void",
-		EnvStateMachineARN: "arn:sm", EnvDynamoDBEndpoint: "http://127.0.0.1:8000",
+		EnvStateMachineARN: "arn:sm",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Tables.Of("Seats") != "prod-Seats" || cfg.Hold != 300*time.Second || cfg.MaxSeats != 4 ||
-		cfg.LateSuccessPolicy != "void" || cfg.StateMachineARN != "arn:sm" || cfg.DynamoDBEndpoint != "http://127.0.0.1:8000" {
+		cfg.LateSuccessPolicy != "void" || cfg.StateMachineARN != "arn:sm" {
 		t.Fatalf("fields not read: %+v", cfg)
 	}
 }
@@ -44,7 +40,7 @@ func TestRejectsBadValues(t *testing.T) {
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := FromLookup(lookupFrom(env))
+			_, err := FromLookup(MapLookup(env))
 			if err == nil {
 				t.Fatal("want an error")
 			}
@@ -54,5 +50,21 @@ func TestRejectsBadValues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// MapLookup tells a variable set to "" from one not set at all, as os.LookupEnv does.
+func TestMapLookupTellsEmptyFromUnset(t *testing.T) {
+	lookup := MapLookup(map[string]string{"SET": "v", "EMPTY": ""})
+	for name, want := range map[string]struct {
+		v  string
+		ok bool
+	}{"SET": {"v", true}, "EMPTY": {"", true}, "UNSET": {"", false}} {
+		if v, ok := lookup(name); v != want.v || ok != want.ok {
+			t.Errorf("%s: got %q, %v; want %q, %v", name, v, ok, want.v, want.ok)
+		}
+	}
+	if _, ok := MapLookup(nil)("ANY"); ok {
+		t.Error("a nil map has a variable")
 	}
 }

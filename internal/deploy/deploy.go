@@ -15,9 +15,24 @@ import (
 	"sort"
 	"time"
 
-	"github.com/seatsaga/seatsaga/internal/app"
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// Function names: the Lambda functions, the lambdas/<name> entry points and the names the state
+// machine's steps are invoked by.
+const (
+	FnClaim      = "claim"
+	FnAuthorize  = "authorize"
+	FnConfirm    = "confirm"
+	FnCapture    = "capture"
+	FnCompensate = "compensate"
+	FnReconcile  = "reconcile"
+	FnAPI        = "api"
+	FnWebhook    = "webhook"
+	FnSweeper    = "sweeper"
+	FnConsumer   = "consumer"
+	FnRelay      = "relay"
 )
 
 // Kind is the kind of a resource a grant names.
@@ -26,8 +41,8 @@ type Kind string
 const (
 	// Table is a DynamoDB table; Name is its logical name (tables.SeatsTable, ...).
 	Table Kind = "table"
-	// TableIndexes is every index of a table: <table ARN>/index/*.
-	TableIndexes Kind = "table-indexes"
+	// TableIndex is one index of a table: <table ARN>/index/<Index>.
+	TableIndex Kind = "table-index"
 	// TableStream is a table's stream: <table ARN>/stream/<label>.
 	TableStream Kind = "table-stream"
 	// StateMachine is the reservation saga's state machine.
@@ -52,6 +67,8 @@ type Resource struct {
 	Kind Kind
 	// Name is the table, secret or queue; empty for the kinds there is one of.
 	Name string
+	// Index is the index of a TableIndex.
+	Index string
 }
 
 // Secret names.
@@ -173,8 +190,10 @@ func Names() []string {
 	return out
 }
 
-func table(name string) Resource   { return Resource{Kind: Table, Name: name} }
-func indexes(name string) Resource { return Resource{Kind: TableIndexes, Name: name} }
+func table(name string) Resource { return Resource{Kind: Table, Name: name} }
+func index(table, name string) Resource {
+	return Resource{Kind: TableIndex, Name: table, Index: name}
+}
 
 // Every function writes its own log group and, traced, X-Ray segments.
 var platform = []Grant{
@@ -182,70 +201,81 @@ var platform = []Grant{
 	{Actions: []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}, Resources: []Resource{{Kind: Any}}, Platform: true},
 }
 
-// DynamoDB's item actions, by what the code does. A transaction needs the action of each of
-// its items on that item's table (TransactWriteItems is not an IAM action).
+// What the saga's store (internal/inventory) does, by what a function asks of it. A
+// transaction needs the action of each of its items on that item's table (TransactWriteItems
+// is not an IAM action); the store's transactions are a whole-item Put of the reservation,
+// Updates of its seats and a Put of the outbox record, and nothing else.
 var (
-	readItems   = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem"}
-	queryTable  = []string{"dynamodb:Query"}
-	writeItems  = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
-	appendItems = []string{"dynamodb:PutItem"}
+	// readReservation is a strongly consistent read of one reservation.
+	readReservation = Grant{Actions: []string{"dynamodb:GetItem"}, Resources: []Resource{table(tables.ReservationsTable)}}
+	// readSeats reads the seats a release must check are still the reservation's.
+	readSeats = Grant{Actions: []string{"dynamodb:GetItem"}, Resources: []Resource{table(tables.SeatsTable)}}
+	// transition writes a reservation, its seats and its outbox record in one transaction.
+	transition = []Grant{
+		{Actions: []string{"dynamodb:PutItem"}, Resources: []Resource{table(tables.ReservationsTable), table(tables.OutboxTable)}},
+		{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.SeatsTable)}},
+	}
+	// seatsOfEvent asks the seats-by-event index whether an event exists.
+	seatsOfEvent = Grant{Actions: []string{"dynamodb:Query"}, Resources: []Resource{index(tables.SeatsTable, tables.SeatsByEvent)}}
+	// dedupe records a processed event id, conditionally, and marks it done.
+	dedupe = Grant{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Resources: []Resource{table(tables.ProcessedEventsTable)}}
 )
 
-func actions(sets ...[]string) []string {
-	var out []string
-	for _, s := range sets {
-		out = append(out, s...)
+func grants(gs ...[]Grant) []Grant {
+	var out []Grant
+	for _, g := range gs {
+		out = append(out, g...)
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
-// The saga's store (internal/inventory) reads and writes seats and reservations, queries their
-// indexes (seats by event; reservations by hold expiry and by reconciliation age) and appends
-// outbox records, in the same transactions.
-var storeGrants = []Grant{
-	{Actions: actions(readItems, writeItems), Resources: []Resource{table(tables.SeatsTable), table(tables.ReservationsTable)}},
-	{Actions: actions(queryTable), Resources: []Resource{indexes(tables.SeatsTable), indexes(tables.ReservationsTable)}},
-	{Actions: actions(appendItems), Resources: []Resource{table(tables.OutboxTable)}},
-}
+func one(g ...Grant) []Grant { return g }
 
 // sagaEnv is what the saga's steps read: the tables and the claim and settlement settings.
 var sagaEnv = []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix,
 	config.EnvLateSuccessPolicy, config.EnvHoldSeconds, config.EnvMaxSeats}
 
-func step(name, description string, timeout time.Duration, secrets ...string) Function {
+// settling is what a step that settles a payment does with the store: it reads the
+// reservation and the seats it may release, and writes transitions.
+var settling = grants(one(readReservation, readSeats), transition)
+
+func step(name, description string, timeout time.Duration, gs []Grant, secrets ...string) Function {
 	return Function{
 		Name: name, Description: description, Handler: "bootstrap", MemoryMB: 256, Timeout: timeout,
-		Env: sagaEnv, Secrets: secrets, Grants: append(slices.Clone(storeGrants), platform...),
+		Env: sagaEnv, Secrets: secrets, Grants: grants(gs, platform),
 	}
 }
 
-// Functions lists every function, in app.Functions order.
+// Functions lists every function: the saga's steps in saga order, then the rest, the relay last.
 func Functions() []Function {
 	fs := []Function{
 		// Claim only holds seats: it reads no Stripe secret.
-		step(app.FnClaim, "Saga step: claim the seats", 15*time.Second),
-		step(app.FnAuthorize, "Saga step: authorize the payment and park the task token", 30*time.Second, StripeSecretKey),
+		// Claim writes the hold in one transaction, and on a refused claim asks the index
+		// whether the event exists at all (an unknown event is answered differently).
+		step(FnClaim, "Saga step: claim the seats", 15*time.Second,
+			grants(one(readReservation, seatsOfEvent), transition)),
+		step(FnAuthorize, "Saga step: authorize the payment and park the task token", 30*time.Second, settling, StripeSecretKey),
 		// Confirm asks the provider for the truth when the webhook's report is not yet visible.
-		step(app.FnConfirm, "Saga step: confirm the seats", 15*time.Second, StripeSecretKey),
-		step(app.FnCapture, "Saga step: capture the payment", 30*time.Second, StripeSecretKey),
-		step(app.FnCompensate, "Saga step: release, void or refund", 30*time.Second, StripeSecretKey),
-		step(app.FnReconcile, "Saga step: learn the provider's truth and resolve", 30*time.Second, StripeSecretKey),
+		step(FnConfirm, "Saga step: confirm the seats", 15*time.Second, settling, StripeSecretKey),
+		step(FnCapture, "Saga step: capture the payment", 30*time.Second, settling, StripeSecretKey),
+		step(FnCompensate, "Saga step: release, void or refund", 30*time.Second, settling, StripeSecretKey),
+		step(FnReconcile, "Saga step: learn the provider's truth and resolve", 30*time.Second, settling, StripeSecretKey),
 		{
 			// The api reads seats and reservations, records a customer's cancel on the
 			// reservation with its outbox record, starts and describes executions, and fails
 			// the waiting task when a customer cancels. It reads the Stripe key to hand the
 			// reservation's owner the PaymentIntent client secret.
-			Name: app.FnAPI, Description: "Customer API: create, read and cancel reservations",
+			Name: FnAPI, Description: "Customer API: create, read and cancel reservations",
 			Handler: "bootstrap", MemoryMB: 512, Timeout: 10 * time.Second,
 			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix, config.EnvMaxSeats,
 				config.EnvHoldSeconds, config.EnvStateMachineARN, config.EnvAllowedOrigins},
 			Secrets: []string{StripeSecretKey},
 			Grants: append([]Grant{
-				{Actions: actions(readItems), Resources: []Resource{table(tables.SeatsTable)}},
-				{Actions: actions(readItems, writeItems), Resources: []Resource{table(tables.ReservationsTable)}},
-				{Actions: actions(queryTable), Resources: []Resource{indexes(tables.SeatsTable)}},
-				{Actions: actions(appendItems), Resources: []Resource{table(tables.OutboxTable)}},
+				// The seat map is one batch read; a cancel is a whole-item Put of the reservation
+				// with its outbox record, never a seat write.
+				{Actions: []string{"dynamodb:BatchGetItem"}, Resources: []Resource{table(tables.SeatsTable)}},
+				seatsOfEvent, readReservation,
+				{Actions: []string{"dynamodb:PutItem"}, Resources: []Resource{table(tables.ReservationsTable), table(tables.OutboxTable)}},
 				{Actions: []string{"states:StartExecution"}, Resources: []Resource{{Kind: StateMachine}}},
 				{Actions: []string{"states:DescribeExecution"}, Resources: []Resource{{Kind: Executions}}},
 				{Actions: []string{"states:SendTaskFailure"}, Resources: []Resource{{Kind: StateMachine}}},
@@ -255,12 +285,11 @@ func Functions() []Function {
 			// The webhook verifies, dedupes by event id, applies the payment event through the
 			// store and completes or fails the waiting task. Reserved concurrency keeps a
 			// sale's burst of customer calls from starving it.
-			Name: app.FnWebhook, Description: "Stripe webhook: verify, dedupe, apply, complete the waiting task",
+			Name: FnWebhook, Description: "Stripe webhook: verify, dedupe, apply, complete the waiting task",
 			Handler: "bootstrap", MemoryMB: 256, Timeout: 15 * time.Second, ReservedConcurrency: 20,
 			Env:     []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix, config.EnvLateSuccessPolicy},
 			Secrets: []string{StripeSecretKey, StripeWebhookSecret},
-			Grants: append(append(slices.Clone(storeGrants),
-				Grant{Actions: actions(readItems, writeItems), Resources: []Resource{table(tables.ProcessedEventsTable)}},
+			Grants: append(append(slices.Clone(settling), dedupe,
 				Grant{Actions: []string{"states:SendTaskFailure", "states:SendTaskSuccess"}, Resources: []Resource{{Kind: StateMachine}}},
 			), platform...),
 		},
@@ -268,20 +297,22 @@ func Functions() []Function {
 			// The sweeper releases orphaned holds and settles stuck payments with the saga's own
 			// steps, and looks at executions. One at a time: a reserved concurrency of 1 keeps
 			// a slow sweep from overlapping the next and a burst from starving it.
-			Name: app.FnSweeper, Description: "Scheduled: release orphaned expired holds, reconcile stuck payments, publish backlog figures",
+			Name: FnSweeper, Description: "Scheduled: release orphaned expired holds, reconcile stuck payments, publish backlog figures",
 			Handler: "bootstrap", MemoryMB: 256, Timeout: 120 * time.Second, ReservedConcurrency: 1,
 			Env:     append(slices.Clone(sagaEnv), config.EnvSweepGraceSeconds, config.EnvStateMachineARN),
 			Secrets: []string{StripeSecretKey},
-			Grants: append(append(slices.Clone(storeGrants),
+			Grants: append(append(slices.Clone(settling),
+				Grant{Actions: []string{"dynamodb:Query"}, Resources: []Resource{
+					index(tables.ReservationsTable, tables.ActiveHoldsByExpiry), index(tables.ReservationsTable, tables.ReconcileByAge)}},
 				Grant{Actions: []string{"states:DescribeExecution"}, Resources: []Resource{{Kind: Executions}}},
 			), platform...),
 		},
 		{
-			Name: app.FnConsumer, Description: "Example outbox event consumer, idempotent by event id",
+			Name: FnConsumer, Description: "Example outbox event consumer, idempotent by event id",
 			Handler: "bootstrap", MemoryMB: 128, Timeout: 30 * time.Second,
 			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix},
 			Grants: append([]Grant{
-				{Actions: actions(readItems, writeItems), Resources: []Resource{table(tables.ProcessedEventsTable)}},
+				dedupe,
 				// Lambda sends an event the consumer failed on to its DLQ, under its role.
 				{Actions: []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}, Resources: []Resource{{Kind: Queue, Name: ConsumerDLQ}}, Platform: true},
 			}, platform...),
@@ -289,7 +320,7 @@ func Functions() []Function {
 		{
 			// The relay publishes what Lambda's event source mapping reads from the outbox
 			// stream under the relay's role; a batch it cannot publish is parked in its DLQ.
-			Name: app.FnRelay, Description: "Outbox stream to EventBridge",
+			Name: FnRelay, Description: "Outbox stream to EventBridge",
 			Handler: "bootstrap", MemoryMB: 256, Timeout: 60 * time.Second,
 			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvEventBusName},
 			Grants: append([]Grant{

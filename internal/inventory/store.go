@@ -209,20 +209,17 @@ func ValidateSeats(eventID string, seats []NewSeat) ([]NewSeat, error) {
 // zero or negative price or a bad currency is a *reservation.ValidationError and no seat is
 // created. Seats that already exist are left as they are, price included, so creating an event
 // twice is harmless, never frees a held seat and never reprices a seat a buyer is paying for.
+// The seats have no sale window; SeatItem writes one for writers that have it.
 func (st *Store) CreateSeats(ctx context.Context, eventID string, seats []NewSeat) error {
 	seats, err := ValidateSeats(eventID, seats)
 	if err != nil {
 		return err
 	}
-	now := FormatTime(st.now())
+	now := st.now()
 	for _, seat := range seats {
 		_, err := st.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(st.seats),
-			Item: map[string]types.AttributeValue{
-				"seatKey": s(reservation.SeatKey(eventID, seat.SeatID)), tables.AttrEventID: s(eventID), tables.AttrSeatID: s(seat.SeatID),
-				attrState: s(string(reservation.Available)), attrVersion: n(1), attrUpdatedAt: s(now),
-				attrPriceMinor: n(seat.PriceMinor), attrCurrency: s(seat.Currency),
-			},
+			TableName:           aws.String(st.seats),
+			Item:                SeatItem(eventID, seat, now, SaleWindow{}),
 			ConditionExpression: aws.String("attribute_not_exists(seatKey)"),
 		})
 		var ccf *types.ConditionalCheckFailedException
@@ -232,6 +229,103 @@ func (st *Store) CreateSeats(ctx context.Context, eventID string, seats []NewSea
 		}
 	}
 	return nil
+}
+
+// SaleWindow bounds when a seat is on sale: from OnSaleFrom (inclusive) until OnSaleUntil
+// (exclusive). A zero side is unbounded.
+type SaleWindow struct {
+	OnSaleFrom, OnSaleUntil time.Time
+}
+
+// SeatItem is the Seats item of a new seat: AVAILABLE at version 1, updated now, priced
+// seat.PriceMinor of seat.Currency (pass it as ValidateSeats returns it, upper case), and,
+// for each bounded side of window, onSaleFrom or onSaleUntil as RFC 3339 UTC, which the api's
+// catalog reads; an unbounded side is not written. It is the one encoding of a new seat:
+// CreateSeats writes it, and so does the operator's seat loader (infra/ops), each only where
+// the seat does not exist yet (condition attribute_not_exists(seatKey)).
+func SeatItem(eventID string, seat NewSeat, now time.Time, window SaleWindow) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		tables.AttrSeatKey: s(reservation.SeatKey(eventID, seat.SeatID)), tables.AttrEventID: s(eventID), tables.AttrSeatID: s(seat.SeatID),
+		attrState: s(string(reservation.Available)), attrVersion: n(1), attrUpdatedAt: s(FormatTime(now)),
+		attrPriceMinor: n(seat.PriceMinor), attrCurrency: s(seat.Currency),
+	}
+	if !window.OnSaleFrom.IsZero() {
+		item[tables.AttrOnSaleFrom] = s(window.OnSaleFrom.UTC().Format(time.RFC3339Nano))
+	}
+	if !window.OnSaleUntil.IsZero() {
+		item[tables.AttrOnSaleUntil] = s(window.OnSaleUntil.UTC().Format(time.RFC3339Nano))
+	}
+	return item
+}
+
+// BatchGetter is the part of *dynamodb.Client BatchGetSeats uses.
+type BatchGetter interface {
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+}
+
+// BatchGetOptions tunes BatchGetSeats; zero fields take the defaults.
+type BatchGetOptions struct {
+	// ConsistentRead asks for strongly consistent reads (twice the read units).
+	ConsistentRead bool
+	// Rounds bounds the calls for each batch of keys: the first, and the retries of the keys
+	// DynamoDB leaves unprocessed when it throttles (default 5).
+	Rounds int
+	// Backoff is the pause before retry round r, times r² (default 20ms).
+	Backoff time.Duration
+}
+
+// ErrUnprocessedKeys is what BatchGetSeats' error wraps when keys were still unprocessed
+// after every round: the table is throttling, and trying again later may succeed.
+var ErrUnprocessedKeys = errors.New("keys left unprocessed (throttled)")
+
+// batchGetKeys is BatchGetItem's limit of keys per call.
+const batchGetKeys = 100
+
+// BatchGetSeats reads the Seats items of eventID's seatIDs from table, in BatchGetItem calls
+// of at most 100 keys, retrying the keys DynamoDB leaves unprocessed. It returns the items
+// found, in no particular order; a seat the table lacks is simply absent. An error wraps the
+// call's, or ErrUnprocessedKeys.
+func BatchGetSeats(ctx context.Context, db BatchGetter, table, eventID string, seatIDs []string, opts BatchGetOptions) ([]map[string]types.AttributeValue, error) {
+	if opts.Rounds <= 0 {
+		opts.Rounds = 5
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 20 * time.Millisecond
+	}
+	var items []map[string]types.AttributeValue
+	for lo := 0; lo < len(seatIDs); lo += batchGetKeys {
+		part := seatIDs[lo:min(lo+batchGetKeys, len(seatIDs))]
+		keys := make([]map[string]types.AttributeValue, len(part))
+		for i, id := range part {
+			keys[i] = map[string]types.AttributeValue{tables.AttrSeatKey: s(reservation.SeatKey(eventID, id))}
+		}
+		ka := types.KeysAndAttributes{Keys: keys}
+		if opts.ConsistentRead {
+			ka.ConsistentRead = aws.Bool(true)
+		}
+		request := map[string]types.KeysAndAttributes{table: ka}
+		for round := 0; len(request) > 0; round++ {
+			if round == opts.Rounds {
+				return nil, fmt.Errorf("%w after %d rounds", ErrUnprocessedKeys, opts.Rounds)
+			}
+			if round > 0 {
+				t := time.NewTimer(time.Duration(round*round) * opts.Backoff)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil, ctx.Err()
+				case <-t.C:
+				}
+			}
+			out, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, out.Responses[table]...)
+			request = out.UnprocessedKeys
+		}
+	}
+	return items, nil
 }
 
 // eventExists tells an unknown event from unknown seats of a known event.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/seatsaga/seatsaga/internal/config"
 	"log/slog"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestLevelFromEnv(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := obs.LevelFromEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			got := obs.LevelFromEnv(config.MapLookup(tc.env))
 			if got != tc.want {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}

@@ -189,6 +189,22 @@ func (e *WebhookRejected) Error() string {
 
 func (e *WebhookRejected) Unwrap() error { return e.Err }
 
+// WebhookUnverifiable means a webhook's signature could not be checked: its signing secret
+// could not be read. Unlike a *WebhookRejected it says nothing about the sender; the webhook
+// must change nothing, and the provider should deliver it again later.
+type WebhookUnverifiable struct {
+	Err error
+}
+
+func (e *WebhookUnverifiable) Error() string {
+	if e.Err == nil {
+		return "webhook not verifiable now"
+	}
+	return "webhook not verifiable now: " + e.Err.Error()
+}
+
+func (e *WebhookUnverifiable) Unwrap() error { return e.Err }
+
 // IsUncertain reports whether err (or anything it wraps) is an *Uncertain outcome.
 func IsUncertain(err error) bool {
 	var u *Uncertain

@@ -249,9 +249,11 @@ type Provider interface {
 
 // WebhookVerifier checks a provider's webhook signature and decodes the event.
 type WebhookVerifier interface {
-	// VerifyWebhook returns the event, or a *WebhookRejected error; a rejected webhook
-	// must change nothing.
-	VerifyWebhook(payload []byte, signatureHeader string) (Event, error)
+	// VerifyWebhook returns the event; a *WebhookRejected error when the webhook is not the
+	// provider's or cannot be read; or a *WebhookUnverifiable error when the signature could
+	// not be checked now (its secret could not be read). Either way the webhook must change
+	// nothing. ctx bounds reading the signing secret.
+	VerifyWebhook(ctx context.Context, payload []byte, signatureHeader string) (Event, error)
 }
 
 // Event is a verified webhook. It is only a hint that something changed: handlers retrieve

@@ -39,18 +39,6 @@ func StreamARN(ctx context.Context, ddb DescribeTableAPI, table string) (string,
 	return aws.ToString(out.Table.LatestStreamArn), nil
 }
 
-// NewLocalStreamsClient builds a DynamoDB Streams client for a DynamoDB Local endpoint (which
-// serves the Streams API on the same port), with dummy credentials.
-func NewLocalStreamsClient(endpoint string) *dynamodbstreams.Client {
-	return dynamodbstreams.New(dynamodbstreams.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "relay"}, nil
-		}),
-	})
-}
-
 // BatchHandler handles one batch of stream records, as the relay function does.
 type BatchHandler interface {
 	Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error)

@@ -58,7 +58,7 @@ func TestStreamReaderAgainstDynamoDBLocal(t *testing.T) {
 	}
 	bus := relay.NewMemoryBus()
 	reader := &relay.StreamReader{
-		Streams:   relay.NewLocalStreamsClient(env.Endpoint),
+		Streams:   localStreamsClient(env.Endpoint),
 		StreamARN: arn,
 		Relay:     newRelay(t, relay.Deps{Bus: bus, MaxAttempts: 2, Sleep: noSleep}),
 		BatchSize: 7,
@@ -141,7 +141,7 @@ func TestStreamReaderStartAtLatest(t *testing.T) {
 	}
 	bus := relay.NewMemoryBus()
 	reader := &relay.StreamReader{
-		Streams: relay.NewLocalStreamsClient(env.Endpoint), StreamARN: arn,
+		Streams: localStreamsClient(env.Endpoint), StreamARN: arn,
 		Relay: newRelay(t, relay.Deps{Bus: bus}), StartAt: streamtypes.ShardIteratorTypeLatest,
 	}
 	if _, err := reader.Poll(ctx); err != nil {
@@ -169,7 +169,7 @@ func TestRunStopsWithTheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	bus := relay.NewMemoryBus()
-	reader := &relay.StreamReader{Streams: relay.NewLocalStreamsClient(env.Endpoint), StreamARN: arn,
+	reader := &relay.StreamReader{Streams: localStreamsClient(env.Endpoint), StreamARN: arn,
 		Relay: newRelay(t, relay.Deps{Bus: bus}), PollInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -5,8 +5,11 @@
 //   - when a refetch fails, the previous value is served for at most MaxStale more, so a
 //     Secrets Manager blip never takes payments down, and fetches are retried at most once per
 //     MinRefetch, so an outage does not turn every request into a call;
-//   - Invalidate makes the next Get refetch at once (a credential was just refused), at most
-//     once per MinRefetch, so requests with bad credentials cannot drive the call rate.
+//   - Invalidate says the value was refused (Stripe refused the key, a signature did not
+//     verify): it makes the next Get refetch at once, at most once per MinRefetch, so requests
+//     with bad credentials cannot drive the call rate, and it marks the value, which is then
+//     not served stale: while the refetch fails, Get returns an error, since a value known to
+//     be refused is worse than none (callers retry an error; they act on a value).
 //
 // Concurrent callers that need a refetch share one fetch.
 package secrets
@@ -35,7 +38,8 @@ const (
 )
 
 // Source yields a secret's current value. Invalidate says the value just handed out was
-// refused, so that a later Get may return a newer one; it never blocks.
+// refused, so that a later Get may return a newer one, or an error rather than the refused
+// value; it never blocks.
 type Source interface {
 	Get(ctx context.Context) (string, error)
 	Invalidate()
@@ -83,6 +87,7 @@ type Cache struct {
 	refreshAt time.Time // when the value wants a refetch: its TTL, or an Invalidate
 	retryAt   time.Time // no fetch before this, after a failed one
 	forcedAt  time.Time // of the last Invalidate that took effect
+	refused   bool      // Invalidate was called since the value was fetched
 	lastErr   error     // of the last fetch, if it failed
 	inflight  *call
 }
@@ -125,9 +130,9 @@ func New(fetch Fetch, opts Options) *Cache {
 
 // Get returns the cached value while it is fresh; otherwise it refetches, sharing the fetch
 // with every concurrent caller, and waits for it. A failed refetch returns the previous value
-// while that is at most TTL+MaxStale old, and the fetch's error after that. Once a fetch
-// has failed, the next is not tried before MinRefetch has passed; until then Get answers
-// from what it has.
+// while that is at most TTL+MaxStale old and nobody refused it, and the fetch's error
+// otherwise. Once a fetch has failed, the next is not tried before MinRefetch has passed;
+// until then Get answers from what it has.
 func (c *Cache) Get(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	now := c.opts.Now()
@@ -155,13 +160,16 @@ func (c *Cache) Get(ctx context.Context) (string, error) {
 	}
 }
 
-// Invalidate makes the next Get refetch, unless an earlier Invalidate took effect less than
-// MinRefetch ago: then it does nothing, so a flood of refused credentials (forged webhook
-// signatures) costs at most one fetch per MinRefetch. It never waits for a fetch, and does not
-// cut short the back-off after a failed one.
+// Invalidate marks the value as refused, so that it is no longer served once a refetch
+// fails, and makes the next Get refetch, unless an earlier Invalidate did so less than
+// MinRefetch ago: a flood of refused credentials (forged webhook signatures) costs at most
+// one fetch per MinRefetch. It never waits for a fetch, and does not cut short the back-off
+// after a failed one. The mark lasts until a fetch succeeds: a value fetched since is one
+// nobody has refused yet.
 func (c *Cache) Invalidate() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.refused = c.has
 	now := c.opts.Now()
 	if !c.forcedAt.IsZero() && now.Sub(c.forcedAt) < c.opts.MinRefetch {
 		return
@@ -197,7 +205,7 @@ func (c *Cache) finish(cl *call, v string, err error) {
 	c.inflight = nil
 	now := c.opts.Now()
 	if err == nil {
-		c.value, c.has, c.fetchedAt, c.lastErr = v, true, now, nil
+		c.value, c.has, c.fetchedAt, c.refused, c.lastErr = v, true, now, false, nil
 		c.refreshAt, c.retryAt = now.Add(c.opts.TTL), time.Time{}
 		cl.value = v
 		c.mu.Unlock()
@@ -217,11 +225,15 @@ func (c *Cache) finish(cl *call, v string, err error) {
 	c.opts.Logger.Error("secret refetch failed; no value to serve", "error", err.Error())
 }
 
-// servable returns the value if it is still within its stale bound, else the last fetch's
-// error; c.mu is held, and Get calls it only once a fetch has failed.
+// servable returns the value if nobody refused it and it is still within its stale bound,
+// else the last fetch's error; c.mu is held, and Get calls it only once a fetch has failed.
 func (c *Cache) servable(now time.Time) (string, error) {
-	if c.has && now.Before(c.staleUntil()) {
+	if c.has && !c.refused && now.Before(c.staleUntil()) {
 		return c.value, nil
+	}
+	if c.refused {
+		return "", fmt.Errorf("secrets: %s: refetch failing and the value read at %s was refused: %w",
+			c.opts.Name, c.fetchedAt.UTC().Format(time.RFC3339), c.lastErr)
 	}
 	if c.has {
 		return "", fmt.Errorf("secrets: %s: refetch failing and the value read at %s is past its bound (%s): %w",

@@ -99,10 +99,30 @@ func TestCacheScripts(t *testing.T) {
 			{advance: min, get: true, wantErr: true, reads: 5},
 			{recover: true, rotate: "v2", advance: min, get: true, want: "v2", reads: 6},
 		}},
-		{"a failed forced refresh keeps the fresh value", []step{
+		{"a refused value is not served while its refetch fails", []step{
 			{get: true, want: "v1", reads: 1},
-			{fail: true, invalidate: 1, get: true, want: "v1", reads: 2},
-			{get: true, want: "v1", reads: 2},
+			{fail: true, invalidate: 1, get: true, wantErr: true, reads: 2},
+			// Backing off: still no value, and no read.
+			{get: true, wantErr: true, reads: 2},
+			{advance: min, get: true, wantErr: true, reads: 3},
+			{recover: true, rotate: "v2", advance: min, get: true, want: "v2", reads: 4},
+		}},
+		{"a refusal while the value is served stale ends its serving", []step{
+			{get: true, want: "v1", reads: 1},
+			{fail: true, advance: ttl, get: true, want: "v1", reads: 2},
+			{invalidate: 1, get: true, wantErr: true, reads: 2},
+		}},
+		{"a refusal inside the rate-limit window marks the value without a read", []step{
+			{get: true, want: "v1", reads: 1},
+			{invalidate: 1, get: true, want: "v1", reads: 2},
+			// Refused again at once: no read now, but the value is not trusted past its TTL.
+			{invalidate: 1, get: true, want: "v1", reads: 2},
+			{fail: true, advance: ttl, get: true, wantErr: true, reads: 3},
+		}},
+		{"a value refetched after a refusal is trusted again", []step{
+			{get: true, want: "v1", reads: 1},
+			{invalidate: 1, get: true, want: "v1", reads: 2},
+			{fail: true, advance: ttl, get: true, want: "v1", reads: 3},
 		}},
 		{"a failing first read backs off instead of hammering the store", []step{
 			{fail: true, get: true, wantErr: true, reads: 1},

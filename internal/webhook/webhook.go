@@ -140,7 +140,8 @@ type Result struct {
 var errRetryLater = errors.New("webhook: retry later")
 
 // Handle serves API Gateway proxy events: 200 when processed (or a duplicate), 400 when the
-// signature does not verify (nothing recorded), 503/500 when the provider should redeliver.
+// signature does not verify (nothing recorded), 503/500 when the provider should redeliver,
+// among them 503 when the signature cannot be checked now because its secret is unreadable.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	payload := []byte(req.Body)
 	if req.IsBase64Encoded {
@@ -160,8 +161,17 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 		}
 	}
 	res, err := h.Process(ctx, payload, sig)
-	var rejected *payment.WebhookRejected
+	var (
+		unverifiable *payment.WebhookUnverifiable
+		rejected     *payment.WebhookRejected
+	)
 	switch {
+	case errors.As(err, &unverifiable):
+		// Stripe retries any answer but a 2xx, for days: the event comes back once the
+		// secret can be read again.
+		resp := respond(http.StatusServiceUnavailable, map[string]string{"code": "secret_unavailable", "message": "the webhook signature cannot be checked now; redeliver later"})
+		resp.Headers["Retry-After"] = "30"
+		return resp, nil
 	case errors.As(err, &rejected):
 		return respond(http.StatusBadRequest, map[string]string{"code": "invalid_signature", "message": "the webhook signature does not verify: " + string(rejected.Reason)}), nil
 	case errors.Is(err, errRetryLater):
@@ -180,9 +190,17 @@ func respond(status int, body any) events.APIGatewayProxyResponse {
 }
 
 // Process handles one delivery. The error is a *payment.WebhookRejected for a bad signature,
-// errRetryLater, or a failure worth a redelivery.
+// a *payment.WebhookUnverifiable when the signature could not be checked, errRetryLater, or
+// another failure worth a redelivery.
 func (h *Handler) Process(ctx context.Context, payload []byte, signatureHeader string) (Result, error) {
-	ev, err := verify(ctx, h.d.Verifier, payload, signatureHeader)
+	ev, err := h.d.Verifier.VerifyWebhook(ctx, payload, signatureHeader)
+	var unverifiable *payment.WebhookUnverifiable
+	if errors.As(err, &unverifiable) {
+		// Not a forgery: the secret could not be read, so nothing is known about the sender.
+		h.d.Metrics.Count("WebhookUnverifiable", 1)
+		h.d.Logger.ErrorContext(ctx, "webhook: signing secret unavailable; asking for a redelivery", "error", err.Error())
+		return Result{}, err
+	}
 	if err != nil {
 		h.d.Metrics.Count("WebhookRejected", 1)
 		h.d.Logger.WarnContext(ctx, "webhook: rejected", "error", err.Error())
@@ -229,19 +247,6 @@ func (h *Handler) Process(ctx context.Context, payload []byte, signatureHeader s
 	h.count(res.Action)
 	log.InfoContext(ctx, "webhook: processed", "action", string(res.Action))
 	return res, nil
-}
-
-// contextVerifier is a verifier that may read its secret while verifying (the Stripe adapter's
-// does, from Secrets Manager through a cache), and so wants the request's context.
-type contextVerifier interface {
-	VerifyWebhookContext(ctx context.Context, payload []byte, signatureHeader string) (payment.Event, error)
-}
-
-func verify(ctx context.Context, v payment.WebhookVerifier, payload []byte, signatureHeader string) (payment.Event, error) {
-	if cv, ok := v.(contextVerifier); ok {
-		return cv.VerifyWebhookContext(ctx, payload, signatureHeader)
-	}
-	return v.VerifyWebhook(payload, signatureHeader)
 }
 
 func (h *Handler) count(a Action) {

@@ -26,11 +26,18 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // fakeVerifier accepts payloads {"id","type","pi","res","apiVersion"} signed "ok"; an
 // apiVersion other than pinnedAPIVersion is reported as a mismatch, as the Stripe adapter does.
+// The signature sigSecretUnavailable plays a signing secret that cannot be read.
 type fakeVerifier struct{}
 
-const pinnedAPIVersion = "2025-01-01"
+const (
+	pinnedAPIVersion     = "2025-01-01"
+	sigSecretUnavailable = "secret-unavailable"
+)
 
-func (fakeVerifier) VerifyWebhook(payload []byte, sig string) (payment.Event, error) {
+func (fakeVerifier) VerifyWebhook(_ context.Context, payload []byte, sig string) (payment.Event, error) {
+	if sig == sigSecretUnavailable {
+		return payment.Event{}, &payment.WebhookUnverifiable{Err: errors.New("secrets manager: throttled")}
+	}
 	if sig != "ok" {
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature}
 	}
@@ -188,6 +195,8 @@ func TestWebhookOutcomes(t *testing.T) {
 	}{
 		{name: "bad signature changes nothing", sig: "forged", pi: "pi_1", wantStatus: 400,
 			wantPayment: reservation.Authorizing},
+		{name: "an unreadable signing secret changes nothing and asks for a redelivery", sig: sigSecretUnavailable, pi: "pi_1",
+			wantStatus: 503, wantPayment: reservation.Authorizing},
 		{name: "authorized: transition and SendTaskSuccess", sig: "ok", pi: "pi_1", wantStatus: 200,
 			wantAction: ActionAuthorized, wantPayment: reservation.Authorized, wantSuccess: 1, wantRecorded: true},
 		{name: "declined: FAILED recorded and PaymentDeclined, the open intent left to compensation's void", sig: "ok", pi: "pi_1", setup: func(r *rig) {

@@ -8,7 +8,8 @@
 // when it has seats, a seat is priced by priceMinor and currency (internal/inventory), and the
 // api refuses a seat outside its on-sale window (onSaleFrom/onSaleUntil on the seat item,
 // internal/api's DynamoCatalog). Rows and sections are read by nothing, so the file has no
-// field for them: put them in the seat id ("A-12-7").
+// field for them: put them in the seat id ("A-12-7"). A price Stripe would refuse to charge
+// (stripe.go) is refused too: such a seat would load and never sell.
 //
 //	{
 //	  "eventId":  "concert-2026-06-01",
@@ -350,14 +351,19 @@ func (p *parser) seats(raw json.RawMessage, base int64) []Seat {
 		default:
 			firstLine[sj.SeatID] = line
 		}
+		currency, currencyOK := reservation.NormalizeCurrency(sj.Currency)
 		switch {
 		case sj.PriceMinor <= 0:
 			p.add(line, label, "priceMinor", fmt.Sprintf("must be a positive whole number of minor units (5000 is 50.00), got %d", sj.PriceMinor))
 		case sj.PriceMinor > api.MaxAmount:
-			p.add(line, label, "priceMinor", fmt.Sprintf("%d is more than one reservation may charge (%d)", sj.PriceMinor, api.MaxAmount))
+			p.add(line, label, "priceMinor", fmt.Sprintf("%d is more than one reservation may charge (%d minor units, Stripe's limit for one payment)", sj.PriceMinor, api.MaxAmount))
+		default:
+			// Stripe's own limits: a seat it would refuse to charge loads fine and then never sells.
+			if why := stripeRefusal(sj.PriceMinor, currency); why != "" {
+				p.add(line, label, "priceMinor", why)
+			}
 		}
-		currency, ok := reservation.NormalizeCurrency(sj.Currency)
-		if !ok {
+		if !currencyOK {
 			p.add(line, label, "currency", fmt.Sprintf("%q: want a three-letter ISO 4217 code, e.g. EUR", sj.Currency))
 		}
 		out = append(out, Seat{NewSeat: inventory.NewSeat{SeatID: sj.SeatID, PriceMinor: sj.PriceMinor, Currency: currency}, Line: line})

@@ -53,7 +53,7 @@ func TestParseReadsEventWindowAndSeatsWithTheirLines(t *testing.T) {
 }
 
 func TestParseWithoutAWindowIsUnbounded(t *testing.T) {
-	f, err := Parse("s.json", []byte(`{"eventId":"e1","seats":[{"seatId":"1","priceMinor":1,"currency":"usd"}]}`))
+	f, err := Parse("s.json", []byte(`{"eventId":"e1","seats":[{"seatId":"1","priceMinor":50,"currency":"usd"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +104,17 @@ func TestParseNamesEveryProblemByLineAndSeat(t *testing.T) {
 		{"a price no reservation may charge", `{"eventId": "e1", "seats": [
   {"seatId": "A1", "priceMinor": 10000000001, "currency": "EUR"}
 ]}`, []string{`s.json:2: seat "A1": priceMinor: 10000000001 is more than one reservation may charge`}},
+		{"prices Stripe would refuse", `{"eventId": "e1", "seats": [
+  {"seatId": "A1", "priceMinor": 49, "currency": "EUR"},
+  {"seatId": "A2", "priceMinor": 29, "currency": "gbp"},
+  {"seatId": "A3", "priceMinor": 49, "currency": "JPY"},
+  {"seatId": "A4", "priceMinor": 100000000, "currency": "EUR"}
+]}`, []string{
+			`s.json:2: seat "A1": priceMinor: 49 is below Stripe's minimum charge in EUR (50 minor units, €0.50)`,
+			`s.json:3: seat "A2": priceMinor: 29 is below Stripe's minimum charge in GBP (30 minor units, £0.30)`,
+			`s.json:4: seat "A3": priceMinor: 49 is below Stripe's minimum charge in JPY (50 minor units, ¥50)`,
+			`s.json:5: seat "A4": priceMinor: 100000000 is more than one reservation may charge (99999999 minor units`,
+		}},
 		{"no seats", `{"eventId": "e1", "seats": []}`, []string{`s.json:1: seats: at least one seat is required`}},
 		{"missing fields", `{}`, []string{`s.json: eventId: is required`, `s.json: seats: is required`}},
 		{"not JSON", "{\"eventId\": \"e1\",\n \"seats\": [\n  {\"seatId\": \"A1\" \"priceMinor\": 1}\n]}", []string{`s.json:3: seats: not valid JSON`}},
@@ -132,6 +143,20 @@ func TestParseNamesEveryProblemByLineAndSeat(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Stripe's limits are inclusive, and a currency its table does not list is checked only for
+// its shape and the eight-digit maximum.
+func TestParseAcceptsStripesLimitsAndUnlistedCurrencies(t *testing.T) {
+	f, err := Parse("s.json", []byte(`{"eventId": "e1", "seats": [
+  {"seatId": "A1", "priceMinor": 50, "currency": "EUR"},
+  {"seatId": "A2", "priceMinor": 99999999, "currency": "EUR"},
+  {"seatId": "A3", "priceMinor": 30, "currency": "GBP"},
+  {"seatId": "A4", "priceMinor": 1, "currency": "XTS"}
+]}`))
+	if err != nil || len(f.Seats) != 4 {
+		t.Fatalf("seats %+v, err %v", f.Seats, err)
 	}
 }
 

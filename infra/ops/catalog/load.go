@@ -66,38 +66,26 @@ type Result struct {
 	Raced int
 }
 
-// batchKeys is BatchGetItem's limit of keys per call.
-const batchKeys = 100
-
-// batchRounds bounds the retries of keys DynamoDB leaves unprocessed (throttling).
-const batchRounds = 8
+// planReads are the loader's reads: strongly consistent, so a seat written a moment ago is
+// seen, and patient with throttling, since nothing is waiting on them but the operator.
+var planReads = inventory.BatchGetOptions{ConsistentRead: true, Rounds: 8, Backoff: 50 * time.Millisecond}
 
 // Plan reads which of the file's seats the table already holds and how.
 func (l *Loader) Plan(ctx context.Context, f File) (Plan, error) {
-	stored := map[string]map[string]types.AttributeValue{}
-	for lo := 0; lo < len(f.Seats); lo += batchKeys {
-		part := f.Seats[lo:min(lo+batchKeys, len(f.Seats))]
-		keys := make([]map[string]types.AttributeValue, len(part))
-		for i, s := range part {
-			keys[i] = seatKey(f.EventID, s.SeatID)
-		}
-		request := map[string]types.KeysAndAttributes{l.Table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-		for round := 0; len(request) > 0; round++ {
-			if round == batchRounds {
-				return Plan{}, fmt.Errorf("read seats of event %s from %s: keys left unprocessed after %d rounds (throttled); try again", f.EventID, l.Table, batchRounds)
-			}
-			if err := pause(ctx, round); err != nil {
-				return Plan{}, err
-			}
-			out, err := l.DB.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
-			if err != nil {
-				return Plan{}, fmt.Errorf("read seats of event %s from %s: %w", f.EventID, l.Table, err)
-			}
-			for _, item := range out.Responses[l.Table] {
-				stored[str(item, tables.AttrSeatID)] = item
-			}
-			request = out.UnprocessedKeys
-		}
+	ids := make([]string, len(f.Seats))
+	for i, s := range f.Seats {
+		ids[i] = s.SeatID
+	}
+	items, err := inventory.BatchGetSeats(ctx, l.DB, l.Table, f.EventID, ids, planReads)
+	if errors.Is(err, inventory.ErrUnprocessedKeys) {
+		return Plan{}, fmt.Errorf("read seats of event %s from %s: %w; try again", f.EventID, l.Table, err)
+	}
+	if err != nil {
+		return Plan{}, fmt.Errorf("read seats of event %s from %s: %w", f.EventID, l.Table, err)
+	}
+	stored := make(map[string]map[string]types.AttributeValue, len(items))
+	for _, item := range items {
+		stored[str(item, tables.AttrSeatID)] = item
 	}
 	p := Plan{EventID: f.EventID}
 	for _, s := range f.Seats {
@@ -191,27 +179,11 @@ func (l *Loader) put(ctx context.Context, f File, s Seat, now time.Time) (create
 	return true, nil
 }
 
-// SeatItem is the Seats item of a new seat: the attributes inventory.CreateSeats writes
-// (AVAILABLE, version 1, priceMinor, currency upper case), plus the sale window the api's
-// catalog reads (onSaleFrom, onSaleUntil as RFC 3339; absent when unbounded).
+// SeatItem is the Seats item of a new seat of f: inventory's one encoding of a new seat
+// (what inventory.CreateSeats writes) with the file's sale window, which the api's catalog
+// reads.
 func SeatItem(f File, s Seat, now time.Time) map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		tables.AttrSeatKey:    sv(reservation.SeatKey(f.EventID, s.SeatID)),
-		tables.AttrEventID:    sv(f.EventID),
-		tables.AttrSeatID:     sv(s.SeatID),
-		tables.AttrSeatState:  sv(string(reservation.Available)),
-		tables.AttrVersion:    nv(1),
-		tables.AttrUpdatedAt:  sv(inventory.FormatTime(now)),
-		tables.AttrPriceMinor: nv(s.PriceMinor),
-		tables.AttrCurrency:   sv(s.Currency),
-	}
-	if !f.OpensAt.IsZero() {
-		item[tables.AttrOnSaleFrom] = sv(f.OpensAt.UTC().Format(time.RFC3339Nano))
-	}
-	if !f.ClosesAt.IsZero() {
-		item[tables.AttrOnSaleUntil] = sv(f.ClosesAt.UTC().Format(time.RFC3339Nano))
-	}
-	return item
+	return inventory.SeatItem(f.EventID, s.NewSeat, now, inventory.SaleWindow{OnSaleFrom: f.OpensAt, OnSaleUntil: f.ClosesAt})
 }
 
 // differences names what a stored seat has other than the file says.
@@ -269,19 +241,4 @@ func num(item map[string]types.AttributeValue, name string) string {
 func sv(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func nv(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
-
-// pause waits before retry round (0: no wait), quadratically longer each round.
-func pause(ctx context.Context, round int) error {
-	if round == 0 {
-		return nil
-	}
-	t := time.NewTimer(time.Duration(round*round) * 50 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

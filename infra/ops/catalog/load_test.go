@@ -72,8 +72,9 @@ func shape(item map[string]types.AttributeValue) []string {
 	return out
 }
 
-// The loader writes seats itself because inventory.CreateSeats takes no sale window; this
-// keeps the two items alike, so every reader of CreateSeats' seats reads the loader's.
+// The loader writes its seats with a sale window, which inventory.CreateSeats has no argument
+// for; both encode the item with inventory.SeatItem, and this keeps the two items alike, so
+// every reader of CreateSeats' seats reads the loader's.
 func TestLoadedSeatsAreWhatCreateSeatsWritesPlusTheWindowTheApiReads(t *testing.T) {
 	env := ddbtest.New(t)
 	ctx := context.Background()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
 
@@ -66,7 +67,12 @@ func (b *keyedBackend) send(ctx context.Context, call func(key string) error) er
 	}
 	b.keys.Invalidate()
 	fresh, ferr := b.keys.Get(ctx)
-	if ferr != nil || fresh == key {
+	if ferr != nil {
+		// The key may have been rotated, but the new one cannot be read: the saga retries
+		// later, as it does when no key can be read at all, rather than failing the payment.
+		return &keyUnavailableError{err: fmt.Errorf("stripe refused the key, and rereading it failed: %w", ferr)}
+	}
+	if fresh == key {
 		// Nothing newer to try (or the refresh was rate-limited): Stripe's refusal stands.
 		return err
 	}
@@ -81,9 +87,10 @@ func keyRefused(err error) bool {
 	return errors.As(err, &e) && failureCategory(e) == payment.FailureAuthentication
 }
 
-// keyUnavailableError means no key could be read, so no request was sent. Classify makes it
-// Uncertain: the saga then retries with backoff, which outlasts a Secrets Manager outage,
-// whereas a Failed would end the payment over a problem that is not the payment's.
+// keyUnavailableError means no usable key could be read, so Stripe acted on no request: none
+// was sent, or Stripe refused the one sent for its key. Classify makes it Uncertain: the saga
+// then retries with backoff, which outlasts a Secrets Manager outage, whereas a Failed would
+// end the payment over a problem that is not the payment's.
 type keyUnavailableError struct{ err error }
 
 func (e *keyUnavailableError) Error() string { return "stripe key unavailable: " + e.err.Error() }

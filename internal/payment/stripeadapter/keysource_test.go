@@ -22,15 +22,18 @@ const (
 	newKey = "sk_test_after_rotation"
 )
 
-// keyRecorder is an HTTP transport that remembers the key each request to Stripe carried.
+// keyRecorder is an HTTP transport that remembers the key and the idempotency key each
+// request to Stripe carried.
 type keyRecorder struct {
-	mu   sync.Mutex
-	keys []string
+	mu              sync.Mutex
+	keys            []string
+	idempotencyKeys []string
 }
 
 func (r *keyRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
 	r.keys = append(r.keys, strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer "))
+	r.idempotencyKeys = append(r.idempotencyKeys, req.Header.Get("Idempotency-Key"))
 	r.mu.Unlock()
 	return http.DefaultTransport.RoundTrip(req)
 }
@@ -39,6 +42,13 @@ func (r *keyRecorder) sent() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.keys...)
+}
+
+// sentIdempotencyKeys lists each request's Idempotency-Key header ("" when it had none).
+func (r *keyRecorder) sentIdempotencyKeys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.idempotencyKeys...)
 }
 
 // secretStore is Secrets Manager's copy of the key, and how often it was read.
@@ -124,6 +134,11 @@ func TestRevokedKeyIsRefreshedAndTheCallResentOnce(t *testing.T) {
 	}
 	if got := rig.wire.sent(); len(got) != 2 || got[0] != oldKey || got[1] != newKey {
 		t.Fatalf("keys sent = %v, want the old key once, then the new one", got)
+	}
+	// The resend is the same request to Stripe: were its idempotency key new, a refusal that
+	// Stripe had acted on after all would be acted on twice.
+	if got := rig.wire.sentIdempotencyKeys(); len(got) != 2 || got[0] == "" || got[1] != got[0] {
+		t.Fatalf("idempotency keys sent = %q, want the refused request's key again on the resend", got)
 	}
 	if n := rig.store.reads.Load(); n != 2 {
 		t.Fatalf("secret reads = %d, want 2 (cold start, refresh on the 401)", n)
@@ -215,6 +230,35 @@ func TestUnreadableKeySendsNothingAndIsUncertain(t *testing.T) {
 	}
 	if got := rig.wire.sent(); len(got) != 0 {
 		t.Fatalf("keys sent = %v, want no request", got)
+	}
+}
+
+// TestRefusedKeyWhoseRereadFailsIsUncertain: Stripe refuses the cached key while Secrets
+// Manager, which may hold its rotated successor, cannot be read. The payment is not failed over
+// that: the call is Uncertain, which the saga retries, and the refused key is not sent again
+// until a reread succeeds.
+func TestRefusedKeyWhoseRereadFailsIsUncertain(t *testing.T) {
+	rig := newKeyRig(t, newKey, oldKey)
+	rig.warm(t)
+	rig.store.set(newKey, errors.New("secrets manager unavailable"))
+
+	for i, wantSent := range []int{1, 1} {
+		_, err := rig.authorize("res-reread-fails")
+		var uncertain *payment.Uncertain
+		if !errors.As(err, &uncertain) || uncertain.Reason != "credentials_unavailable" {
+			t.Fatalf("call %d: err = %v, want payment.Uncertain(credentials_unavailable)", i, err)
+		}
+		if got := rig.wire.sent(); len(got) != wantSent {
+			t.Fatalf("call %d: keys sent = %v, want only the first call's refused request", i, got)
+		}
+	}
+	rig.clock.Advance(secrets.DefaultMinRefetch)
+	rig.store.set(newKey, nil)
+	if _, err := rig.authorize("res-reread-fails"); err != nil {
+		t.Fatalf("authorize once the store answers: %v", err)
+	}
+	if got := rig.wire.sent(); len(got) != 2 || got[1] != newKey {
+		t.Fatalf("keys sent = %v, want the new key once the store answers", got)
 	}
 }
 

@@ -57,19 +57,17 @@ func NewWebhookVerifierFromSource(src secrets.Source, opts WebhookOptions) *Webh
 	return &WebhookVerifier{secret: src, opts: opts}
 }
 
-// VerifyWebhook is VerifyWebhookContext without a request context.
-func (v *WebhookVerifier) VerifyWebhook(payload []byte, signatureHeader string) (payment.Event, error) {
-	return v.VerifyWebhookContext(context.Background(), payload, signatureHeader)
-}
-
-// VerifyWebhookContext checks the signature over the exact payload bytes and the timestamp
-// against the tolerance, then decodes the event. Any failure is a *payment.WebhookRejected;
-// ctx bounds reading the secret.
+// VerifyWebhook checks the signature over the exact payload bytes and the timestamp against
+// the tolerance, then decodes the event. A webhook that fails is a *payment.WebhookRejected;
+// when the secret cannot be read, the signature is not checked and the error is a
+// *payment.WebhookUnverifiable, so that the handler asks for a redelivery instead of calling
+// a genuine event forged. ctx bounds reading the secret.
 //
 // A signature that does not verify with the current secret may be signed with a newer one:
 // the verifier invalidates its source and, if that yields another secret, checks once more.
 // The source rate-limits the refetch, so a flood of forged signatures cannot turn into a
-// flood of Secrets Manager calls.
+// flood of Secrets Manager calls. If the refetch fails, the verifier cannot tell a forged
+// signature from one made with a rolled secret, and the webhook is unverifiable.
 //
 // stripe-go checks the timestamp against the wall clock; the verifier asks it for the
 // signature only and applies the same timestamp rule with its own clock, so a simulated clock
@@ -82,18 +80,22 @@ func (v *WebhookVerifier) VerifyWebhook(payload []byte, signatureHeader string) 
 // version, but reads only the fields every version shares (id, type, created, livemode,
 // api_version, and the object's id, object, status, metadata, payment_intent,
 // last_payment_error and refunded) and reports the mismatch in Event.APIVersionMismatch.
-func (v *WebhookVerifier) VerifyWebhookContext(ctx context.Context, payload []byte, signatureHeader string) (payment.Event, error) {
+func (v *WebhookVerifier) VerifyWebhook(ctx context.Context, payload []byte, signatureHeader string) (payment.Event, error) {
 	secret, err := v.secret.Get(ctx)
 	switch {
 	case err != nil:
-		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature, Err: fmt.Errorf("no endpoint secret: %w", err)}
+		return payment.Event{}, &payment.WebhookUnverifiable{Err: fmt.Errorf("read the endpoint secret: %w", err)}
 	case secret == "":
 		return payment.Event{}, &payment.WebhookRejected{Reason: payment.WebhookBadSignature, Err: errors.New("no endpoint secret configured")}
 	}
 	err = webhook.ValidatePayloadIgnoringTolerance(payload, signatureHeader, secret)
 	if errors.Is(err, webhook.ErrNoValidSignature) {
 		v.secret.Invalidate()
-		if fresh, ferr := v.secret.Get(ctx); ferr == nil && fresh != "" && fresh != secret {
+		fresh, ferr := v.secret.Get(ctx)
+		switch {
+		case ferr != nil:
+			return payment.Event{}, &payment.WebhookUnverifiable{Err: fmt.Errorf("reread the endpoint secret after a signature failed: %w", ferr)}
+		case fresh != "" && fresh != secret:
 			err = webhook.ValidatePayloadIgnoringTolerance(payload, signatureHeader, fresh)
 		}
 	}

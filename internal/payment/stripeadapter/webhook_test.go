@@ -57,7 +57,7 @@ func TestVerifyWebhookFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev, err := v.VerifyWebhook(payload, signed(payload, endpointSecret, verifyAt.Add(-time.Minute)))
+			ev, err := v.VerifyWebhook(context.Background(), payload, signed(payload, endpointSecret, verifyAt.Add(-time.Minute)))
 			if err != nil {
 				t.Fatalf("verify: %v", err)
 			}
@@ -104,7 +104,7 @@ func TestVerifyWebhookRejects(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Now = fixedNow
-			ev, err := stripeadapter.NewWebhookVerifier(endpointSecret, tc.opts).VerifyWebhook(tc.payload, tc.header)
+			ev, err := stripeadapter.NewWebhookVerifier(endpointSecret, tc.opts).VerifyWebhook(context.Background(), tc.payload, tc.header)
 			var rejected *payment.WebhookRejected
 			if !errors.As(err, &rejected) || rejected.Reason != tc.want {
 				t.Fatalf("err = %v, want WebhookRejected(%s)", err, tc.want)
@@ -115,7 +115,7 @@ func TestVerifyWebhookRejects(t *testing.T) {
 		})
 	}
 	t.Run("empty secret rejects everything", func(t *testing.T) {
-		_, err := stripeadapter.NewWebhookVerifier("", stripeadapter.WebhookOptions{Now: fixedNow}).VerifyWebhook(payload, signed(payload, "", verifyAt))
+		_, err := stripeadapter.NewWebhookVerifier("", stripeadapter.WebhookOptions{Now: fixedNow}).VerifyWebhook(context.Background(), payload, signed(payload, "", verifyAt))
 		var rejected *payment.WebhookRejected
 		if !errors.As(err, &rejected) {
 			t.Fatalf("err = %v", err)
@@ -158,7 +158,7 @@ func TestVerifyWebhookAcceptsEveryAPIVersion(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := v.VerifyWebhook(tc.payload, signed(tc.payload, endpointSecret, verifyAt.Add(-time.Minute)))
+			ev, err := v.VerifyWebhook(context.Background(), tc.payload, signed(tc.payload, endpointSecret, verifyAt.Add(-time.Minute)))
 			if err != nil {
 				t.Fatalf("verify: %v", err)
 			}
@@ -179,7 +179,7 @@ func TestVerifyWebhookAcceptsEveryAPIVersion(t *testing.T) {
 	}
 	for _, tc := range rejections {
 		t.Run("2025-09-30.clover event with "+tc.name, func(t *testing.T) {
-			ev, err := v.VerifyWebhook(clover, tc.header)
+			ev, err := v.VerifyWebhook(context.Background(), clover, tc.header)
 			var rejected *payment.WebhookRejected
 			if !errors.As(err, &rejected) || rejected.Reason != tc.want || ev != (payment.Event{}) {
 				t.Fatalf("event %+v, err = %v; want WebhookRejected(%s)", ev, err, tc.want)
@@ -201,7 +201,7 @@ type receiver struct {
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	ev, err := rc.verifier.VerifyWebhook(body, r.Header.Get("Stripe-Signature"))
+	ev, err := rc.verifier.VerifyWebhook(r.Context(), body, r.Header.Get("Stripe-Signature"))
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if err != nil {
@@ -410,7 +410,7 @@ func TestSimulatorWebhooksVerified(t *testing.T) {
 		ev := sim.Events()[0]
 		header := stripesim.SignPayload(ev.Payload, endpointSecret, fake.Now())
 		v := stripeadapter.NewWebhookVerifier(endpointSecret, stripeadapter.WebhookOptions{Now: func() time.Time { return fake.Now().Add(10 * time.Minute) }})
-		_, err := v.VerifyWebhook(ev.Payload, header)
+		_, err := v.VerifyWebhook(context.Background(), ev.Payload, header)
 		var rejected *payment.WebhookRejected
 		if !errors.As(err, &rejected) || rejected.Reason != payment.WebhookStaleTimestamp {
 			t.Fatalf("err = %v", err)
@@ -455,7 +455,7 @@ func newWebhookSecretRig(t *testing.T) *webhookSecretRig {
 }
 
 func (r *webhookSecretRig) verify(payload []byte, secret string) error {
-	_, err := r.verifier.VerifyWebhookContext(context.Background(), payload, signed(payload, secret, r.clock.Now()))
+	_, err := r.verifier.VerifyWebhook(context.Background(), payload, signed(payload, secret, r.clock.Now()))
 	return err
 }
 
@@ -492,7 +492,7 @@ func TestVerifierPicksUpRolledSecretOnFirstEvent(t *testing.T) {
 	}
 	// The control: a verifier that keeps the secret it started with rejects the same event.
 	static := stripeadapter.NewWebhookVerifier("whsec_before", stripeadapter.WebhookOptions{Now: rig.clock.Now})
-	if _, err := static.VerifyWebhook(payload, signed(payload, "whsec_after", rig.clock.Now())); !isBadSignature(err) {
+	if _, err := static.VerifyWebhook(context.Background(), payload, signed(payload, "whsec_after", rig.clock.Now())); !isBadSignature(err) {
 		t.Fatalf("fixed-secret verifier: err = %v, want bad_signature", err)
 	}
 }
@@ -532,25 +532,58 @@ func TestVerifierKeepsToleranceWithRolledSecret(t *testing.T) {
 	rig := newWebhookSecretRig(t)
 	payload := webhookFixture(t)
 	rig.store.set("whsec_after", nil)
-	_, err := rig.verifier.VerifyWebhookContext(context.Background(), payload, signed(payload, "whsec_after", rig.clock.Now().Add(-6*time.Minute)))
+	_, err := rig.verifier.VerifyWebhook(context.Background(), payload, signed(payload, "whsec_after", rig.clock.Now().Add(-6*time.Minute)))
 	var rejected *payment.WebhookRejected
 	if !errors.As(err, &rejected) || rejected.Reason != payment.WebhookStaleTimestamp {
 		t.Fatalf("err = %v, want stale_timestamp", err)
 	}
 }
 
-// TestVerifierWithoutSecretRejects: a source that cannot produce a secret rejects every event
+// TestVerifierWithoutSecretRejects: a verifier given no secret source rejects every event
 // rather than accepting any.
 func TestVerifierWithoutSecretRejects(t *testing.T) {
 	payload := webhookFixture(t)
-	failing := secrets.New(func(context.Context) (string, error) { return "", errors.New("secrets manager unavailable") },
-		secrets.Options{Logger: quietLogger()})
-	for name, v := range map[string]*stripeadapter.WebhookVerifier{
-		"failing source": stripeadapter.NewWebhookVerifierFromSource(failing, stripeadapter.WebhookOptions{Now: fixedNow}),
-		"nil source":     stripeadapter.NewWebhookVerifierFromSource(nil, stripeadapter.WebhookOptions{Now: fixedNow}),
-	} {
-		if _, err := v.VerifyWebhook(payload, signed(payload, "", verifyAt)); !isBadSignature(err) {
-			t.Fatalf("%s: err = %v, want bad_signature", name, err)
-		}
+	v := stripeadapter.NewWebhookVerifierFromSource(nil, stripeadapter.WebhookOptions{Now: fixedNow})
+	if _, err := v.VerifyWebhook(context.Background(), payload, signed(payload, "", verifyAt)); !isBadSignature(err) {
+		t.Fatalf("err = %v, want bad_signature", err)
 	}
+}
+
+func isUnverifiable(err error) bool {
+	var unverifiable *payment.WebhookUnverifiable
+	var rejected *payment.WebhookRejected
+	return errors.As(err, &unverifiable) && !errors.As(err, &rejected)
+}
+
+// TestVerifierThatCannotReadItsSecretDoesNotCallEventsForged: when Secrets Manager fails, the
+// verifier cannot check a signature, which is not the sender's fault: the error is
+// unverifiable, not rejected, so that the handler asks Stripe to deliver again. That holds for
+// the first read and for the reread after a signature failed, since the secret may have been
+// rolled.
+func TestVerifierThatCannotReadItsSecretDoesNotCallEventsForged(t *testing.T) {
+	payload := webhookFixture(t)
+	unavailable := errors.New("secrets manager unavailable")
+
+	t.Run("no value read yet", func(t *testing.T) {
+		failing := secrets.New(func(context.Context) (string, error) { return "", unavailable },
+			secrets.Options{Logger: quietLogger()})
+		v := stripeadapter.NewWebhookVerifierFromSource(failing, stripeadapter.WebhookOptions{Now: fixedNow})
+		_, err := v.VerifyWebhook(context.Background(), payload, signed(payload, endpointSecret, verifyAt))
+		if !isUnverifiable(err) || !errors.Is(err, unavailable) {
+			t.Fatalf("err = %v, want unverifiable, wrapping the store's error", err)
+		}
+	})
+
+	t.Run("the reread after a signature failed", func(t *testing.T) {
+		rig := newWebhookSecretRig(t)
+		rig.store.set("whsec_after", unavailable)
+		// The control: an event signed with the cached secret needs no read, and verifies.
+		if err := rig.verify(payload, "whsec_before"); err != nil {
+			t.Fatalf("event signed with the cached secret while the store fails: %v", err)
+		}
+		err := rig.verify(payload, "whsec_after")
+		if !isUnverifiable(err) || !errors.Is(err, unavailable) {
+			t.Fatalf("event signed with a rolled secret while the store fails: err = %v, want unverifiable", err)
+		}
+	})
 }

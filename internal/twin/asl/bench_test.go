@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/seatsaga/seatsaga/internal/twin/testtools"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -99,7 +100,7 @@ func BenchmarkExecutionsLocalStepFunctions(b *testing.B) {
 	script := filepath.Join(moduleRoot(b), "testdata", "asl", "run-local-sfn.mjs")
 	caseFile := filepath.Join(moduleRoot(b), "testdata", "asl", "cases", benchCase+".json")
 	if _, err := os.Stat(module); err != nil {
-		missingTool(b, "aws-local-stepfunctions is not installed (make tools)")
+		testtools.Missing(b, "aws-local-stepfunctions is not installed (make tools)")
 	}
 	const n = 500
 	var totalNS float64

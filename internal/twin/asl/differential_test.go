@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/seatsaga/seatsaga/internal/twin/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,18 +38,9 @@ func toolsDir(t testing.TB) string {
 func nodeOrSkip(t testing.TB) string {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missingTool(t, "node is not installed; the differential and asl-validator checks need Node.js")
+		testtools.Missing(t, "node is not installed; the differential and asl-validator checks need Node.js")
 	}
 	return node
-}
-
-// missingTool fails under `make test` or CI and skips otherwise.
-func missingTool(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("SEATSAGA_TOOLS") != "" || os.Getenv("CI") != "" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
 }
 
 func nodeCommand(ctx context.Context, name string, args ...string) *exec.Cmd {

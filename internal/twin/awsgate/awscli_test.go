@@ -3,6 +3,7 @@ package awsgate_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/seatsaga/seatsaga/internal/twin/testtools"
 	"os"
 	"os/exec"
 	"strings"
@@ -38,7 +39,7 @@ func awsCLI(t *testing.T, aws, gateURL, accessKeyID string, args ...string) (std
 func TestAWSCLIReadsASecretThroughTheGate(t *testing.T) {
 	aws, err := exec.LookPath("aws")
 	if err != nil {
-		t.Skip("the aws CLI is not installed (apt-get install awscli)")
+		testtools.Missing(t, "the aws CLI is not installed (apt-get install awscli); this check needs it")
 	}
 	g := startGate(t, awsgate.Options{})
 	arn, err := g.CreateSecret("StripeSecretKey", "sk_test_cli")

@@ -11,7 +11,6 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/seatsaga/seatsaga/internal/app"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/tables"
@@ -34,8 +33,8 @@ func (r localResolver) ARN(fn string, res deploy.Resource) string {
 	switch res.Kind {
 	case deploy.Table:
 		return r.gate.TableARN(r.names.Of(res.Name))
-	case deploy.TableIndexes:
-		return r.gate.TableARN(r.names.Of(res.Name)) + "/index/*"
+	case deploy.TableIndex:
+		return r.gate.TableARN(r.names.Of(res.Name)) + "/index/" + res.Index
 	case deploy.TableStream:
 		// Streams are authorized on DynamoDB Local's ARN, in its region "ddblocal".
 		return "arn:aws:dynamodb:*:*:table/" + r.names.Of(res.Name) + "/stream/*"
@@ -69,17 +68,22 @@ func TestDeployedPoliciesAllowWhatEachFunctionDoesAndNoMore(t *testing.T) {
 	}
 	resolver := localResolver{gate: g, names: env.Names, eventBus: "seatsaga-local",
 		secrets: map[string]string{deploy.StripeSecretKey: stripeKeyARN}}
-	for _, fn := range []string{app.FnClaim, app.FnAuthorize, app.FnRelay} {
+	for _, fn := range []string{deploy.FnClaim, deploy.FnAuthorize, deploy.FnRelay} {
 		g.AddAssumedRole(fn+"Key", "seatsaga-"+fn, fn, deploy.ByName(fn).Policy(resolver))
 	}
 	ctx := context.Background()
 	seats, reservations, outbox := env.Names.Of(tables.SeatsTable), env.Names.Of(tables.ReservationsTable), env.Names.Of(tables.OutboxTable)
 
-	// Claim holds a seat, records the reservation and appends the outbox record in one
-	// transaction, and lists an event's seats through the index.
-	claim := g.dynamoDB(app.FnClaim + "Key")
+	// Claim holds a seat (an update of the loaded seat), records the reservation and appends
+	// the outbox record in one transaction, and lists an event's seats through the index.
+	if _, err := g.dynamoDB(adminKey).PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(seats), Item: seatItem("e1#A1", "e1")}); err != nil {
+		t.Fatalf("admin PutItem: %v", err)
+	}
+	claim := g.dynamoDB(deploy.FnClaim + "Key")
 	if _, err := claim.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: &types.Put{TableName: aws.String(seats), Item: seatItem("e1#A1", "e1")}},
+		{Update: &types.Update{TableName: aws.String(seats), Key: seatKey("e1#A1"),
+			UpdateExpression:          aws.String("SET reservationId = :r"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: "r-1"}}}},
 		{Put: &types.Put{TableName: aws.String(reservations), Item: map[string]types.AttributeValue{
 			tables.AttrReservationID: &types.AttributeValueMemberS{Value: "r-1"}}}},
 		{Put: &types.Put{TableName: aws.String(outbox), Item: map[string]types.AttributeValue{
@@ -100,19 +104,19 @@ func TestDeployedPoliciesAllowWhatEachFunctionDoesAndNoMore(t *testing.T) {
 		UpdateExpression:          aws.String("SET published = :t"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}}})
 	wantAccessDenied(t, err, "dynamodb:UpdateItem", g.TableARN(outbox))
-	_, err = g.secrets(app.FnClaim+"Key").GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(stripeKeyARN)})
+	_, err = g.secrets(deploy.FnClaim+"Key").GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(stripeKeyARN)})
 	wantAccessDenied(t, err, "secretsmanager:GetSecretValue", stripeKeyARN)
 
 	// Authorize reads the Stripe key it is deployed with.
-	if _, err := g.secrets(app.FnAuthorize+"Key").GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(stripeKeyARN)}); err != nil {
+	if _, err := g.secrets(deploy.FnAuthorize+"Key").GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(stripeKeyARN)}); err != nil {
 		t.Fatalf("authorize's GetSecretValue: %v", err)
 	}
 
 	// The relay publishes to its bus, and touches no table.
-	if _, err := g.events(app.FnRelay+"Key").PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{
+	if _, err := g.events(deploy.FnRelay+"Key").PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{
 		reservationEvent("seatsaga-local")}}); err != nil {
 		t.Fatalf("relay's PutEvents: %v", err)
 	}
-	_, err = g.dynamoDB(app.FnRelay+"Key").GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(seats), Key: seatKey("e1#A1")})
+	_, err = g.dynamoDB(deploy.FnRelay+"Key").GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(seats), Key: seatKey("e1#A1")})
 	wantAccessDenied(t, err, "dynamodb:GetItem", g.TableARN(seats))
 }

@@ -36,7 +36,13 @@
 // verify them with; it only checks that the Authorization header has SigV4's shape and that
 // its credential scope names the right service), and it evaluates identity-based Allow
 // statements with Action and Resource only: no Deny, no conditions, no resource policies, no
-// permission boundaries. PartiQL operations are authorized as dynamodb:<Operation> on "*".
+// permission boundaries. It refuses the PartiQL operations (ExecuteStatement,
+// BatchExecuteStatement, ExecuteTransaction) with UnknownOperationException: AWS authorizes
+// them as dynamodb:PartiQLSelect/Insert/Update/Delete on the tables their statements name,
+// which the gate does not parse. A SendTask* call with a task token the engine does not know
+// is let through for any caller granted the action on some resource, so that it gets the
+// engine's InvalidToken or TaskDoesNotExist as on AWS. Resource patterns match as IAM's do
+// (see Allowed): * matches any run of characters, ':' and '/' included.
 // Tables are authorized on arn:aws:dynamodb:<region>:<account>:table/<name> in the gate's
 // region and account, streams on the stream ARN the call carries (or its shard iterator opens
 // with): DynamoDB Local's, in region "ddblocal", so policies must name a stream as DynamoDB

@@ -54,6 +54,18 @@ func unknownOperation(target string) *apiError {
 		fmt.Sprintf("Operation %q is not known to the local AWS gate.", target))
 }
 
+// partiQLNotModelled refuses a PartiQL operation. On AWS it needs dynamodb:PartiQLSelect,
+// PartiQLInsert, PartiQLUpdate or PartiQLDelete on each table its statements name, which only
+// parsing the statements would tell; the gate does not model that, and refuses the call rather
+// than authorize it on something else.
+func partiQLNotModelled(target string) *apiError {
+	return coralError(http.StatusBadRequest, "UnknownOperationException", "message", fmt.Sprintf(
+		"Operation %q is PartiQL, which the local AWS gate does not serve: it does not model the "+
+			"dynamodb:PartiQLSelect/PartiQLInsert/PartiQLUpdate/PartiQLDelete grants AWS checks on each "+
+			"statement's table. Use the item operations (GetItem, PutItem, Query, TransactWriteItems, ...).",
+		target))
+}
+
 func serializationError(format string, args ...any) *apiError {
 	return coralError(http.StatusBadRequest, "SerializationException", "Message", fmt.Sprintf(format, args...))
 }

@@ -19,9 +19,10 @@ import (
 
 // EventSink receives what PutEvents puts on one event bus: the entries for that bus, in the
 // order the call lists them, as the SDK's types. It answers one result per entry (an EventId,
-// or an ErrorCode and ErrorMessage for an entry it refuses). An error fails the whole call: a
-// smithy.APIError keeps its code (a client fault answers 400, any other 500), any other error
-// answers InternalException.
+// or an ErrorCode and ErrorMessage for an entry it refuses). An error fails the whole call
+// while no other bus of the call has been delivered to, and only this bus's entries after
+// that: a smithy.APIError keeps its code (as a whole call, a client fault answers 400, any
+// other 500), any other error answers InternalException.
 //
 // The method is eventbridge.Client's own, so an *eventbridge.Client or the relay's in-memory
 // bus (relay.MemoryBus) is a sink as it is.
@@ -46,9 +47,17 @@ func newEventBuses(region, account string) *eventBuses {
 	return &eventBuses{region: region, account: account, sinks: map[string]EventSink{}}
 }
 
-func (b *eventBuses) arn(name string) string {
-	return "arn:aws:events:" + b.region + ":" + b.account + ":event-bus/" + name
+// defaultEventBus is the name of the account's default bus, the one an entry without an
+// EventBusName goes to.
+const defaultEventBus = "default"
+
+// eventBusARN is the ARN of the event bus name in region and account; the one place the gate
+// builds it, for authorizing (requestDeriver) and for finding the bus (eventBuses).
+func eventBusARN(region, account, name string) string {
+	return "arn:aws:events:" + region + ":" + account + ":event-bus/" + name
 }
+
+func (b *eventBuses) arn(name string) string { return eventBusARN(b.region, b.account, name) }
 
 func (b *eventBuses) add(name string, sink EventSink) (string, error) {
 	if !eventBusNamePattern.MatchString(name) {
@@ -71,7 +80,7 @@ func (b *eventBuses) add(name string, sink EventSink) (string, error) {
 func (b *eventBuses) busName(nameOrARN string) string {
 	switch {
 	case nameOrARN == "":
-		return "default"
+		return defaultEventBus
 	case strings.HasPrefix(nameOrARN, "arn:"):
 		name, found := strings.CutPrefix(nameOrARN, b.arn(""))
 		if !found {
@@ -135,6 +144,11 @@ func (e putEventsEntry) sdkEntry() (ebtypes.PutEventsRequestEntry, error) {
 
 // putEvents hands each entry to its bus's sink, one sink call per bus, and answers the
 // results in the entries' order. An entry for a bus that does not exist fails on its own.
+//
+// Every entry is validated before any is delivered, so that a call that fails as a whole
+// delivered nothing and its retry duplicates nothing. For the same reason a sink's error fails
+// the whole call only while no bus has been delivered to; after that it fails just that bus's
+// entries, with the error's code, and the caller retries those (FailedEntryCount).
 func (b *eventBuses) putEvents(ctx context.Context, body []byte) (any, *apiError) {
 	var in putEventsInput
 	if err := decodeBody(body, &in); err != nil {
@@ -146,39 +160,52 @@ func (b *eventBuses) putEvents(ctx context.Context, body []byte) (any, *apiError
 			maxEntriesPerPutEvents, n)
 	}
 	results := make([]putEventsResultEntry, len(in.Entries))
+	entries := make([]ebtypes.PutEventsRequestEntry, len(in.Entries))
 	// Entries by bus, in the order the buses first appear.
 	var order []string
 	byBus := map[string][]int{}
+	sinks := map[string]EventSink{}
 	for i, e := range in.Entries {
+		entry, err := e.sdkEntry()
+		if err != nil {
+			return nil, serviceError(http.StatusBadRequest, "ValidationException", "Entry %d: %v", i, err)
+		}
+		entries[i] = entry
 		named := deref(e.EventBusName)
 		name := b.busName(named)
-		if _, ok := b.sink(name); !ok {
+		sink, ok := b.sink(name)
+		if !ok {
 			if named == "" {
-				named = "default"
+				named = defaultEventBus
 			}
 			results[i] = failedEntry("ResourceNotFoundException", fmt.Sprintf("Event bus %s does not exist.", named))
 			continue
 		}
 		if _, seen := byBus[name]; !seen {
 			order = append(order, name)
+			sinks[name] = sink
 		}
 		byBus[name] = append(byBus[name], i)
 	}
+	delivered := false
 	for _, name := range order {
-		sink, _ := b.sink(name)
 		idx := byBus[name]
 		sdkIn := &eventbridge.PutEventsInput{EndpointId: in.EndpointID, Entries: make([]ebtypes.PutEventsRequestEntry, len(idx))}
 		for j, i := range idx {
-			entry, err := in.Entries[i].sdkEntry()
-			if err != nil {
-				return nil, serviceError(http.StatusBadRequest, "ValidationException", "Entry %d: %v", i, err)
-			}
-			sdkIn.Entries[j] = entry
+			sdkIn.Entries[j] = entries[i]
 		}
-		out, err := sink.PutEvents(ctx, sdkIn)
+		out, err := sinks[name].PutEvents(ctx, sdkIn)
 		if err != nil {
-			return nil, sinkError(name, err)
+			apiErr := sinkError(name, err)
+			if !delivered {
+				return nil, apiErr
+			}
+			for _, i := range idx {
+				results[i] = failedEntry(apiErr.code, apiErr.message)
+			}
+			continue
 		}
+		delivered = true
 		for j, i := range idx {
 			if out == nil || j >= len(out.Entries) {
 				results[i] = failedEntry("InternalFailure", "The event bus answered no result for this entry.")

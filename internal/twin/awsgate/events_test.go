@@ -3,6 +3,7 @@ package awsgate_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,62 @@ func TestPutEventsRelaysTheSinksAnswers(t *testing.T) {
 
 	_, err = g.events(adminKey).PutEvents(ctx, &eventbridge.PutEventsInput{Entries: make([]ebtypes.PutEventsRequestEntry, 11)})
 	wantAPIError(t, err, "ValidationException")
+}
+
+// An entry that fails validation fails the whole call before any entry is delivered, whichever
+// bus it is for: a call answered with an error delivered nothing, so its retry duplicates
+// nothing.
+func TestPutEventsValidatesEveryEntryBeforeDeliveringAny(t *testing.T) {
+	g := startGate(t, awsgate.Options{})
+	first, second := relay.NewMemoryBus(), relay.NewMemoryBus()
+	if _, err := g.AddEventBus("first", first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.AddEventBus("second", second); err != nil {
+		t.Fatal(err)
+	}
+	// 1e400 is a JSON number but no float64: no time.
+	body := `{"Entries":[
+		{"EventBusName":"first","Source":"s","DetailType":"d","Detail":"{}"},
+		{"EventBusName":"second","Source":"s","DetailType":"d","Detail":"{}","Time":1e400}
+	]}`
+	status, _, out := post(t, g.URL, "AWSEvents.PutEvents", authorization(adminKey, "events"), body)
+	if status != 400 || out["__type"] != "ValidationException" || !strings.Contains(out["Message"], "Entry 1") {
+		t.Fatalf("PutEvents answered %d %v, want 400 ValidationException naming entry 1", status, out)
+	}
+	if n, m := len(first.Entries()), len(second.Entries()); n != 0 || m != 0 {
+		t.Fatalf("a refused call delivered %d and %d entries, want none", n, m)
+	}
+}
+
+// Once a bus has been delivered to, a later bus's failure fails only that bus's entries: the
+// caller retries those (FailedEntryCount) and the first bus's entry is not delivered twice.
+func TestPutEventsFailsOnlyTheEntriesOfABusThatFailsAfterAnotherWasDelivered(t *testing.T) {
+	g := startGate(t, awsgate.Options{})
+	first, second := relay.NewMemoryBus(), relay.NewMemoryBus()
+	if _, err := g.AddEventBus("first", first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.AddEventBus("second", second); err != nil {
+		t.Fatal(err)
+	}
+	second.FailCalls(1, errors.New("bus is down"))
+	client := g.events(adminKey)
+	ctx := context.Background()
+	entries := []ebtypes.PutEventsRequestEntry{reservationEvent("first"), reservationEvent("second")}
+	out, err := client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
+	if err != nil {
+		t.Fatalf("PutEvents failed as a whole after delivering to the first bus: %v", err)
+	}
+	if out.FailedEntryCount != 1 || aws.ToString(out.Entries[0].EventId) == "" ||
+		aws.ToString(out.Entries[1].ErrorCode) != "InternalException" || !strings.Contains(aws.ToString(out.Entries[1].ErrorMessage), "bus is down") {
+		t.Fatalf("PutEvents = %+v, want the first entry accepted and the second failed", out)
+	}
+	// The caller retries the failed entry only.
+	if out, err := client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries[1:]}); err != nil || out.FailedEntryCount != 0 {
+		t.Fatalf("retry = %+v, %v", out, err)
+	}
+	if n, m := len(first.Entries()), len(second.Entries()); n != 1 || m != 1 {
+		t.Fatalf("the buses received %d and %d entries, want one each", n, m)
+	}
 }

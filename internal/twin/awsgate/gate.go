@@ -60,7 +60,9 @@ type Options struct {
 
 	// TaskStateMachine finds the state machine a task token belongs to, the resource of
 	// SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat. Without it, or for a token it
-	// does not know, those calls are authorized on "*".
+	// does not know, those calls are authorized on UnknownTaskToken: a caller granted the
+	// action on any resource is let through and the Step Functions server answers
+	// InvalidToken or TaskDoesNotExist, as AWS does.
 	TaskStateMachine TaskTokenResolver
 
 	// Clock stamps the versions of secrets (default clock.Real{}).

@@ -224,3 +224,26 @@ func TestNewRefusesAnEndpointThatIsNoURL(t *testing.T) {
 		}
 	}
 }
+
+// PartiQL needs grants the gate does not model (dynamodb:PartiQLSelect, ... on each statement's
+// table), so it refuses the operations outright, even to the admin, instead of authorizing
+// them on something else.
+func TestPartiQLIsRefusedAsAnOperationTheGateDoesNotModel(t *testing.T) {
+	g := startGate(t, awsgate.Options{})
+	ctx := context.Background()
+	admin := g.dynamoDB(adminKey)
+	_, err := admin.ExecuteStatement(ctx, &dynamodb.ExecuteStatementInput{Statement: aws.String(`SELECT * FROM "p-Seats"`)})
+	apiErr := wantAPIError(t, err, "UnknownOperationException")
+	if !strings.Contains(apiErr.ErrorMessage(), "PartiQL") || !strings.Contains(apiErr.ErrorMessage(), "dynamodb:PartiQLSelect") {
+		t.Fatalf("message = %q, want one saying the gate does not model PartiQL", apiErr.ErrorMessage())
+	}
+	_, err = admin.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+		{Statement: aws.String(`DELETE FROM "p-Seats" WHERE seatKey = 'a'`)}}})
+	wantAPIError(t, err, "UnknownOperationException")
+	_, err = admin.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{
+		{Statement: aws.String(`UPDATE "p-Seats" SET a = 1 WHERE seatKey = 'a'`)}}})
+	wantAPIError(t, err, "UnknownOperationException")
+	if d := g.Decisions(); len(d) != 0 {
+		t.Fatalf("PartiQL calls were authorized: %+v", d)
+	}
+}

@@ -97,6 +97,8 @@ func (d requestDeriver) dynamoDBRequests(op string, body []byte) ([]Request, *ap
 	}
 	action := dynamoDB.action(op)
 	switch op {
+	case "ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction":
+		return nil, partiQLNotModelled(dynamoDB.targetPrefix + op)
 	case "BatchGetItem", "BatchWriteItem":
 		// One request per table, in name order: a map has no order of its own.
 		names := make([]string, 0, len(in.RequestItems))
@@ -138,7 +140,7 @@ func (d requestDeriver) dynamoDBRequests(op string, body []byte) ([]Request, *ap
 	case in.ResourceArn != "":
 		return []Request{{Action: action, Resource: d.localARN(in.ResourceArn)}}, nil
 	}
-	// ListTables, DescribeLimits, DescribeEndpoints and the PartiQL operations name no table.
+	// ListTables, DescribeLimits and DescribeEndpoints name no table.
 	return []Request{{Action: action, Resource: AnyResource}}, nil
 }
 
@@ -212,7 +214,9 @@ func (d requestDeriver) stepFunctionsRequests(op string, body []byte) ([]Request
 	resource := AnyResource
 	switch op {
 	case "SendTaskSuccess", "SendTaskFailure", "SendTaskHeartbeat":
-		// A task token names its state machine only to the engine that issued it.
+		// A task token names its state machine only to the engine that issued it; for one it
+		// does not know, any grant of the action lets the engine answer its own error.
+		resource = UnknownTaskToken
 		if d.taskStateMachine != nil {
 			if arn, ok := d.taskStateMachine(in.TaskToken); ok {
 				resource = arn
@@ -289,9 +293,9 @@ func (d requestDeriver) eventsRequests(op string, body []byte) ([]Request, *apiE
 func (d requestDeriver) eventBusARN(nameOrARN string) string {
 	switch {
 	case nameOrARN == "":
-		nameOrARN = "default"
+		nameOrARN = defaultEventBus
 	case strings.HasPrefix(nameOrARN, "arn:"):
 		return nameOrARN
 	}
-	return "arn:aws:events:" + d.region + ":" + d.account + ":event-bus/" + nameOrARN
+	return eventBusARN(d.region, d.account, nameOrARN)
 }

@@ -114,9 +114,12 @@ func TestRequestsNameTheActionsAndResourcesAWSAuthorizes(t *testing.T) {
 		{"SendTaskSuccess on the machine the token belongs to", stepFunctions, "SendTaskSuccess",
 			`{"taskToken":"` + knownToken + `","output":"{}"}`,
 			[]Request{{"states:SendTaskSuccess", machineARN}}},
-		{"SendTaskFailure with an unknown token on no resource", stepFunctions, "SendTaskFailure",
+		{"SendTaskFailure with an unknown token on the unknown token", stepFunctions, "SendTaskFailure",
 			`{"taskToken":"forged","error":"E"}`,
-			[]Request{{"states:SendTaskFailure", AnyResource}}},
+			[]Request{{"states:SendTaskFailure", UnknownTaskToken}}},
+		{"SendTaskHeartbeat without a token on the unknown token", stepFunctions, "SendTaskHeartbeat",
+			`{}`,
+			[]Request{{"states:SendTaskHeartbeat", UnknownTaskToken}}},
 		{"CreateStateMachine on the machine it names", stepFunctions, "CreateStateMachine",
 			`{"name":"seatsaga-reservation","definition":"{}","roleArn":"arn:aws:iam::000000000000:role/r"}`,
 			[]Request{{"states:CreateStateMachine", machineARN}}},
@@ -169,6 +172,9 @@ func TestRequestsRefuseWhatTheServiceWouldRefuse(t *testing.T) {
 		{"a field of the wrong type", "GetItem", `{"TableName":7}`, "SerializationException", dynamoDB},
 		{"a Secrets Manager operation the gate does not serve", "DeleteSecret", `{}`, "UnknownOperationException", secretsManager},
 		{"an EventBridge operation the gate does not serve", "PutRule", `{}`, "UnknownOperationException", eventBridge},
+		{"PartiQL ExecuteStatement", "ExecuteStatement", `{"Statement":"SELECT * FROM \"p-Seats\""}`, "UnknownOperationException", dynamoDB},
+		{"PartiQL BatchExecuteStatement", "BatchExecuteStatement", `{"Statements":[]}`, "UnknownOperationException", dynamoDB},
+		{"PartiQL ExecuteTransaction", "ExecuteTransaction", `{"TransactStatements":[]}`, "UnknownOperationException", dynamoDB},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -228,5 +234,18 @@ func TestTransactionIsDeniedWhenOneItemIsNotAllowed(t *testing.T) {
 				t.Fatalf("denied %v, want %+v", denied, *c.wantDenied)
 			}
 		})
+	}
+}
+
+// Without a resolver every task token is unknown to the gate.
+func TestTaskTokensWithoutAResolverAreUnknown(t *testing.T) {
+	d := testDeriver()
+	d.taskStateMachine = nil
+	got, err := d.requests(stepFunctions, "SendTaskSuccess", []byte(`{"taskToken":"`+knownToken+`","output":"{}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Request{{"states:SendTaskSuccess", UnknownTaskToken}}; !slices.Equal(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
 	}
 }

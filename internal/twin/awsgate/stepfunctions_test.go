@@ -2,6 +2,7 @@ package awsgate_test
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,13 +18,21 @@ const passMachine = `{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":tru
 // startStepFunctions serves a local Step Functions server for the test.
 func startStepFunctions(t *testing.T) string {
 	t.Helper()
+	_, url := startStepFunctionsServer(t)
+	return url
+}
+
+// startStepFunctionsServer serves a local Step Functions server for the test and returns it
+// with its URL.
+func startStepFunctionsServer(t *testing.T) (*stepfunctions.Server, string) {
+	t.Helper()
 	srv := stepfunctions.New(stepfunctions.Options{Region: region, AccountID: account})
 	url, err := srv.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	return url
+	return srv, url
 }
 
 func TestStepFunctionsCallsAreAuthorizedOnTheirMachineAndExecutions(t *testing.T) {
@@ -70,7 +79,55 @@ func TestStepFunctionsCallsAreAuthorizedOnTheirMachineAndExecutions(t *testing.T
 	if code := wantAPIErrorCode(t, err); code == "AccessDeniedException" {
 		t.Fatalf("SendTaskFailure with a known token was denied: %v", err)
 	}
-	// A token nobody issued names no machine: only a grant on "*" would allow it.
+	// A token nobody issued names no machine; the grant on the machine lets the server answer.
 	_, err = api.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{TaskToken: aws.String("forged"), Error: aws.String("Cancelled")})
-	wantAccessDenied(t, err, "states:SendTaskFailure", awsgate.AnyResource)
+	wantAPIError(t, err, "InvalidToken")
+}
+
+// A task token the engine does not know (garbage, or one it issued and has forgotten) gets the
+// engine's own answer, as on AWS, for a caller granted the action on a state machine: the
+// webhook and the API treat InvalidToken and TaskDoesNotExist as "the saga no longer waits",
+// and would treat AccessDenied as a failure to retry. A caller with no grant of the action is
+// denied.
+func TestUnknownTaskTokensGetTheEnginesAnswerNotAccessDenied(t *testing.T) {
+	srv, url := startStepFunctionsServer(t)
+	g := startGate(t, awsgate.Options{StepFunctionsEndpoint: url, TaskStateMachine: srv.Engine().TokenStateMachine})
+	machineARN := "arn:aws:states:" + region + ":" + account + ":stateMachine:reservation"
+	g.AddPrincipal("webhook-key", "webhook", []deploy.Statement{
+		{Actions: []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}, Resources: []string{machineARN}},
+	})
+	g.AddPrincipal("claim-key", "claim", []deploy.Statement{
+		{Actions: []string{"states:StartExecution"}, Resources: []string{machineARN}},
+	})
+	ctx := context.Background()
+	webhook, claim := g.stepFunctions("webhook-key"), g.stepFunctions("claim-key")
+
+	// The engine's tokens are base64 of 48 bytes opening with its version byte 0xA5: this one
+	// has the shape of one it issued and forgot.
+	forgotten := base64.StdEncoding.EncodeToString(append([]byte{0xA5}, make([]byte, 47)...))
+	for _, tc := range []struct{ name, token, want string }{
+		{"garbage", "not-a-task-token", "InvalidToken"},
+		{"forgotten", forgotten, "TaskDoesNotExist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, ok := srv.Engine().TokenStateMachine(tc.token); ok {
+				t.Fatalf("the engine knows the token %q", tc.token)
+			}
+			token := aws.String(tc.token)
+			_, err := webhook.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: token, Output: aws.String(`{}`)})
+			wantAPIError(t, err, tc.want)
+			_, err = webhook.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{TaskToken: token, Error: aws.String("Cancelled")})
+			wantAPIError(t, err, tc.want)
+			_, err = webhook.SendTaskHeartbeat(ctx, &sfn.SendTaskHeartbeatInput{TaskToken: token})
+			wantAPIError(t, err, tc.want)
+
+			_, err = claim.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: token, Output: aws.String(`{}`)})
+			wantAccessDenied(t, err, "states:SendTaskSuccess", awsgate.UnknownTaskToken)
+		})
+	}
+	for _, d := range g.Decisions() {
+		if d.Resource == awsgate.UnknownTaskToken && d.Allowed != (d.AccessKeyID == "webhook-key") {
+			t.Errorf("decision %+v: only the webhook's calls should be let through", d)
+		}
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seatsaga/seatsaga/internal/config"
 	"net"
 	"net/http"
 	"os"
@@ -24,8 +23,10 @@ import (
 )
 
 // EnvEndpoint names the variable that points at an already running DynamoDB (Local); when it is
-// set, Start starts nothing and reuses it.
-const EnvEndpoint = config.EnvDynamoDBEndpoint
+// set, Start starts nothing and reuses it. It is the test harness's alone: the product reads no
+// endpoint variable of its own, so a function built in a test process still reaches DynamoDB
+// only through the endpoint its AWS configuration names (on the local stack, the gate).
+const EnvEndpoint = "DYNAMODB_ENDPOINT"
 
 // EnvJar names the variable that points at DynamoDBLocal.jar (the Makefile exports it).
 const EnvJar = "SEATSAGA_DDB_JAR"

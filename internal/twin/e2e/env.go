@@ -119,6 +119,14 @@ func New(t testing.TB, o Options) *Env {
 		t.Fatalf("e2e: start the local stack: %v", err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
+	// Every scenario runs with the deployed grants: a call the gate refused would be refused
+	// on AWS too, whatever the scenario's own assertions say.
+	t.Cleanup(func() {
+		for _, d := range st.Gate.Denials() {
+			t.Errorf("e2e: the gate refused %s %s on %s (%d×): the function's grants do not allow a call its code makes",
+				d.Principal, d.Action, d.Resource, d.Count)
+		}
+	})
 	store, err := inventory.New(inventory.Config{Client: st.DynamoDB, Names: st.Names, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

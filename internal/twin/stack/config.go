@@ -2,8 +2,14 @@
 // Local (the real one, tables from internal/tables), the payment simulator, the Lambda host
 // serving every handler under its function name, the local Step Functions engine running
 // statemachine/reservation.asl.json, an HTTP server playing API Gateway for the api and webhook
-// functions, the sweeper on a ticker and the outbox relay reading DynamoDB Local's stream into an
-// in-memory bus that feeds the example consumer.
+// functions, a local Cognito user pool, the sweeper on a ticker, and a reader of the outbox
+// stream that invokes the relay function as the event source mapping would; the relay
+// publishes to an in-memory bus that feeds the example consumer.
+//
+// Each function is built from the environment its deployment spec (internal/deploy) renders
+// against the local services, with credentials of its own; all its AWS calls go through the
+// gate (internal/twin/awsgate), which refuses what its grants do not allow and serves Secrets
+// Manager and EventBridge.
 //
 // It is the integration point of the project: end-to-end tests, `go run ./infra/local` (up,
 // demo, load, inspect) and the invariant checker all start a Stack.

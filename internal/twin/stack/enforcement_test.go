@@ -95,10 +95,14 @@ func TestAClaimWithoutItsTableGrantIsRefusedAsIAMWould(t *testing.T) {
 func TestAFunctionWithoutAVariableItNeedsFailsTheStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := Start(ctx, Config{DynamoDBEndpoint: endpoint, SweepInterval: -1, Functions: specsWith(FnAPI, func(f *deploy.Function) {
+	st, err := Start(ctx, Config{DynamoDBEndpoint: endpoint, SweepInterval: -1, Functions: specsWith(FnAPI, func(f *deploy.Function) {
 		f.Env = slices.DeleteFunc(slices.Clone(f.Env), func(name string) bool { return name == config.EnvStateMachineARN })
 	})})
-	if err == nil || !strings.Contains(err.Error(), FnAPI) {
-		t.Fatalf("err = %v, want the api's cold start to fail", err)
+	if err == nil {
+		_ = st.Close()
+		t.Fatal("the stack started an api without the state machine's ARN")
+	}
+	if !strings.Contains(err.Error(), FnAPI+" does not start with what its spec deploys") || !strings.Contains(err.Error(), "StateMachineARN") {
+		t.Fatalf("err = %v, want the api's cold start to fail for want of the state machine's ARN", err)
 	}
 }

@@ -140,7 +140,7 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 		env[config.EnvStripeAPIBase] = st.Endpoints.Payments
 		st.environments[fn.Name] = env
 		a, err := app.FromEnvironment(ctx, fn.Name, app.Runtime{
-			Lookup: func(name string) (string, bool) { v, ok := env[name]; return v, ok },
+			Lookup: config.MapLookup(env),
 			AWS:    st.FunctionAWSConfig(fn.Name),
 			Now:    st.Clock.Now, Logger: st.log.With("function", fn.Name), Metrics: st.Metrics,
 			Sender:            st.Notifications,
@@ -156,7 +156,7 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 		st.handlers[fn.Name] = h
 		st.Lambdas.Register(fn.Name, h)
 	}
-	cfg, err := config.FromLookup(func(name string) (string, bool) { v, ok := st.environments[FnSweeper][name]; return v, ok })
+	cfg, err := config.FromLookup(config.MapLookup(st.environments[FnSweeper]))
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}

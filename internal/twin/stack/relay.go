@@ -12,7 +12,6 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
-	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
 // startRelay plays the Outbox table's stream event source mapping: a reader polls DynamoDB
@@ -20,13 +19,9 @@ import (
 // the Lambda host, as the mapping does; the relay publishes to the in-memory bus through the
 // gate.
 func (st *Stack) startRelay(ctx context.Context) error {
-	arn, err := relay.StreamARN(ctx, st.DynamoDB, st.Names.Of(tables.OutboxTable))
-	if err != nil {
-		return fmt.Errorf("stack: %w", err)
-	}
 	reader := &relay.StreamReader{
 		Streams:      st.relayStreams(),
-		StreamARN:    arn,
+		StreamARN:    st.deployment.streamARN,
 		Relay:        relayFunction{st.Lambda},
 		PollInterval: st.cfg.RelayPollInterval,
 		Log:          st.log,

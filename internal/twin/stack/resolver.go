@@ -27,8 +27,8 @@ func (d *localDeployment) ARN(fn string, r deploy.Resource) string {
 	switch r.Kind {
 	case deploy.Table:
 		return tableARN(d.st.Names.Of(r.Name))
-	case deploy.TableIndexes:
-		return tableARN(d.st.Names.Of(r.Name)) + "/index/*"
+	case deploy.TableIndex:
+		return tableARN(d.st.Names.Of(r.Name)) + "/index/" + r.Index
 	case deploy.TableStream:
 		return d.streamARN
 	case deploy.StateMachine:
