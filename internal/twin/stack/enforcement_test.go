@@ -1,11 +1,7 @@
 package stack
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -45,28 +41,8 @@ func TestAClaimWithoutItsTableGrantIsRefusedAsIAMWould(t *testing.T) {
 	if _, err := st.SeedEvent(ctx, "denied", 1); err != nil {
 		t.Fatal(err)
 	}
-	token, err := st.Token("dora")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoints.API+"/events/denied/reservations",
-		bytes.NewReader([]byte(`{"seatIds":["S1"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`)))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Idempotency-Key", "denied-dora")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST: %d %s", resp.StatusCode, raw)
-	}
-	var created struct{ ReservationID string }
-	if err := json.Unmarshal(raw, &created); err != nil {
-		t.Fatal(err)
-	}
-	arn := st.ExecutionARN(created.ReservationID)
+	id := postReservation(ctx, t, st, "denied", "dora", "S1")
+	arn := st.ExecutionARN(id)
 	if err := st.sfnServer.WaitExecution(ctx, arn); err != nil {
 		t.Fatal(err)
 	}

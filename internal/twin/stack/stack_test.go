@@ -226,6 +226,36 @@ func buyThroughAPI(ctx context.Context, t *testing.T, st *Stack, eventID, custom
 	if err != nil {
 		t.Fatal(err)
 	}
+	created := postReservation(ctx, t, st, eventID, customer, seat)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, st.Endpoints.API+"/reservations/"+created, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cur struct{ Status, PaymentState string }
+		_ = json.NewDecoder(resp.Body).Decode(&cur)
+		resp.Body.Close()
+		if cur.Status == "CONFIRMED" && cur.PaymentState == "PAID" {
+			return created
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never got paid (last %+v)", created, cur)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// postReservation asks the API, as customer, for one seat paid with pm_card_visa and returns the
+// reservation's id.
+func postReservation(ctx context.Context, t *testing.T, st *Stack, eventID, customer, seat string) string {
+	t.Helper()
+	token, err := st.Token(customer)
+	if err != nil {
+		t.Fatal(err)
+	}
 	body := fmt.Sprintf(`{"seatIds":[%q],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`, seat)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoints.API+"/events/"+eventID+"/reservations", bytes.NewReader([]byte(body)))
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -245,25 +275,7 @@ func buyThroughAPI(ctx context.Context, t *testing.T, st *Stack, eventID, custom
 	if err := json.Unmarshal(raw, &created); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, st.Endpoints.API+"/reservations/"+created.ReservationID, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cur struct{ Status, PaymentState string }
-		_ = json.NewDecoder(resp.Body).Decode(&cur)
-		resp.Body.Close()
-		if cur.Status == "CONFIRMED" && cur.PaymentState == "PAID" {
-			return created.ReservationID
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never got paid (last %+v)", created.ReservationID, cur)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return created.ReservationID
 }
 
 func describe(ctx context.Context, t *testing.T, st *Stack, reservationID string) string {
