@@ -8,15 +8,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/seatsaga/seatsaga/infra/ops/catalog"
 )
 
 // seatsLoad is `seats load`: check the file, find the Seats table, create the seats it lacks.
 func seatsLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("seats load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af awsFlags
-	af.register(fs)
+	fs, af := newFlagSet("seats load", stderr)
 	file := fs.String("file", "", "the seats file (JSON; infra/README.md shows the format)")
 	prefix := fs.String("table-prefix", "", "table name prefix, e.g. Seatsaga-dev- (default: found from the stack)")
 	dryRun := fs.Bool("dry-run", false, "check the file and show what a load would do, writing nothing")
@@ -39,11 +38,9 @@ func seatsLoad(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	var st deployedStack
-	if *prefix == "" {
-		if st, err = describeStack(ctx, af.cloudFormation(cfg), af.stackName(), cfg.Region); err != nil {
-			return err
-		}
+	st, err := af.describe(ctx, cfg, *prefix == "")
+	if err != nil {
+		return err
 	}
 	loader := &catalog.Loader{DB: af.dynamoDB(cfg), Table: seatsTable(*prefix, st)}
 	plan, err := loader.Plan(ctx, f)
@@ -61,6 +58,25 @@ func seatsLoad(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "created %d seats; %d were already there\n", res.Created, len(f.Seats)-res.Created)
 	return nil
+}
+
+// newFlagSet starts the flags of the command name: the awsFlags every command has, and
+// usage and parse errors written to stderr.
+func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *awsFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	af := new(awsFlags)
+	af.register(fs)
+	return fs, af
+}
+
+// describe reads the chosen stack's outputs when need says the command needs them; when
+// it does not, the stack is the zero deployedStack.
+func (f *awsFlags) describe(ctx context.Context, cfg aws.Config, need bool) (deployedStack, error) {
+	if !need {
+		return deployedStack{}, nil
+	}
+	return describeStack(ctx, f.cloudFormation(cfg), f.stackName(), cfg.Region)
 }
 
 func printPlan(w io.Writer, name string, f catalog.File, table string, p catalog.Plan) {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -19,10 +18,7 @@ import (
 
 // smokeTest is `smoke`: create a seat of its own (unless told which to buy), then buy it.
 func smokeTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("smoke", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af awsFlags
-	af.register(fs)
+	fs, af := newFlagSet("smoke", stderr)
 	cognitoEndpoint := fs.String("cognito-endpoint", "", "Cognito user pools endpoint override")
 	secretsEndpoint := fs.String("secretsmanager-endpoint", "", "Secrets Manager endpoint override")
 	email := fs.String("email", "seatsaga-smoke@example.com", "the test user, created in the user pool on first use (no email is sent)")
@@ -62,11 +58,9 @@ func smokeTest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, f := range fields {
 		needStack = needStack || *f.dst == ""
 	}
-	var st deployedStack
-	if needStack {
-		if st, err = describeStack(ctx, af.cloudFormation(cfg), af.stackName(), cfg.Region); err != nil {
-			return err
-		}
+	st, err := af.describe(ctx, cfg, needStack)
+	if err != nil {
+		return err
 	}
 	for _, f := range fields {
 		if *f.dst == "" {

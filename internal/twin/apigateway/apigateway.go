@@ -22,11 +22,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/seatsaga/seatsaga/internal/twin/serve"
 )
 
 // Invoker calls a Lambda function synchronously with a JSON payload. A function error (the
@@ -74,9 +75,7 @@ type Server struct {
 	log   *slog.Logger
 	apiID string
 
-	mu     sync.Mutex
-	server *http.Server
-	done   chan struct{}
+	server serve.Server
 }
 
 // New returns a Server for opts.
@@ -90,7 +89,7 @@ func New(opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20
 	}
-	s := &Server{opts: opts, log: opts.Logger, apiID: randomHex(5)}
+	s := &Server{opts: opts, log: opts.Logger, apiID: randomHex(5), server: serve.Server{Name: "apigateway"}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -98,45 +97,10 @@ func New(opts Options) *Server {
 }
 
 // Start listens on addr (e.g. 127.0.0.1:0) and returns the base URL.
-func (s *Server) Start(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("apigateway: listen on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	s.mu.Lock()
-	if s.server != nil {
-		s.mu.Unlock()
-		ln.Close()
-		return "", errors.New("apigateway: already started")
-	}
-	s.server = srv
-	s.done = make(chan struct{})
-	s.mu.Unlock()
-	go func() {
-		defer close(s.done)
-		_ = srv.Serve(ln)
-	}()
-	return "http://" + ln.Addr().String(), nil
-}
+func (s *Server) Start(addr string) (string, error) { return s.server.Start(addr, s) }
 
 // Close stops the server, waiting at most a few seconds for requests in flight.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	srv, done := s.server, s.done
-	s.mu.Unlock()
-	if srv == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		err = srv.Close()
-	}
-	<-done
-	return err
-}
+func (s *Server) Close() error { return s.server.Close() }
 
 // match finds the route for method and path and extracts the path parameters.
 func (s *Server) match(method, path string) (Route, map[string]string, bool) {

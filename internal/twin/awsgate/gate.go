@@ -2,7 +2,6 @@ package awsgate
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/twin/serve"
 )
 
 // Defaults of Options: the local stack's region and account, and the access key id
@@ -93,8 +93,7 @@ type Gate struct {
 
 	requestIDs atomic.Uint64
 
-	server   *http.Server
-	listener net.Listener
+	server serve.Server
 }
 
 // New builds a gate. It fails only on an endpoint that is not an absolute http(s) URL.
@@ -120,6 +119,7 @@ func New(o Options) (*Gate, error) {
 		transport: newTransport(),
 		secrets:   newSecretStore(o.Region, o.AccountID, o.Clock.Now),
 		buses:     newEventBuses(o.Region, o.AccountID),
+		server:    serve.Server{Name: "awsgate", IdleTimeout: 2 * time.Minute, ShutdownTimeout: closeTimeout},
 	}
 	g.deriver = requestDeriver{
 		region: o.Region, account: o.AccountID,
@@ -140,41 +140,17 @@ func New(o Options) (*Gate, error) {
 
 // Start serves the gate on addr (e.g. "127.0.0.1:0" for a free loopback port) and returns its
 // base URL, the BaseEndpoint of every client that should go through it.
-func (g *Gate) Start(addr string) (string, error) {
-	if g.server != nil {
-		return "", errors.New("awsgate: already started")
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("awsgate: listen on %s: %w", addr, err)
-	}
-	g.listener = ln
-	g.server = &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	go func() { _ = g.server.Serve(ln) }()
-	return g.URL(), nil
-}
+func (g *Gate) Start(addr string) (string, error) { return g.server.Start(addr, g) }
 
 // URL is the base URL Start serves on; empty before Start.
-func (g *Gate) URL() string {
-	if g.listener == nil {
-		return ""
-	}
-	return "http://" + g.listener.Addr().String()
-}
+func (g *Gate) URL() string { return g.server.URL() }
 
 // Close stops serving: it waits up to five seconds for calls in flight, then cuts them off,
 // and drops the idle connections to the services behind the gate.
 func (g *Gate) Close() error {
 	defer g.transport.CloseIdleConnections()
-	if g.server == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	if err := g.server.Shutdown(ctx); err != nil {
-		if closeErr := g.server.Close(); closeErr != nil {
-			return fmt.Errorf("awsgate: close: %w", closeErr)
-		}
+	if err := g.server.Close(); err != nil {
+		return fmt.Errorf("awsgate: close: %w", err)
 	}
 	return nil
 }

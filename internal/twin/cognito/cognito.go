@@ -18,15 +18,11 @@
 package cognito
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/mail"
 	"slices"
@@ -37,6 +33,7 @@ import (
 	"unicode"
 
 	"github.com/seatsaga/seatsaga/internal/twin/apigateway"
+	"github.com/seatsaga/seatsaga/internal/twin/serve"
 )
 
 // Auth flows an app client may allow, as Cognito names them.
@@ -108,8 +105,7 @@ type Server struct {
 	mu    sync.Mutex
 	users map[string]*user // by lower-case email
 
-	server *http.Server
-	done   chan struct{}
+	server serve.Server
 }
 
 // New returns a Server for opts; it panics without Options.Tokens, which nothing could verify
@@ -147,7 +143,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{opts: opts, log: log, users: map[string]*user{}}
+	return &Server{opts: opts, log: log, users: map[string]*user{}, server: serve.Server{Name: "cognito"}}
 }
 
 // UserPoolID is the pool's id.
@@ -162,44 +158,10 @@ func (s *Server) Issuer() string {
 }
 
 // Start listens on addr (e.g. 127.0.0.1:0) and returns the endpoint for BaseEndpoint.
-func (s *Server) Start(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("cognito: listen on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	s.mu.Lock()
-	if s.server != nil {
-		s.mu.Unlock()
-		ln.Close()
-		return "", errors.New("cognito: already started")
-	}
-	s.server, s.done = srv, make(chan struct{})
-	s.mu.Unlock()
-	go func() {
-		defer close(s.done)
-		_ = srv.Serve(ln)
-	}()
-	return "http://" + ln.Addr().String(), nil
-}
+func (s *Server) Start(addr string) (string, error) { return s.server.Start(addr, s) }
 
 // Close stops the server, waiting at most a few seconds for requests in flight.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	srv, done := s.server, s.done
-	s.mu.Unlock()
-	if srv == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		err = srv.Close()
-	}
-	<-done
-	return err
-}
+func (s *Server) Close() error { return s.server.Close() }
 
 // targetPrefix starts every X-Amz-Target the service accepts.
 const targetPrefix = "AWSCognitoIdentityProviderService."
@@ -258,16 +220,13 @@ type userType struct {
 
 func (s *Server) adminCreateUser(body []byte) (any, *apiError) {
 	var in struct {
-		UserPoolId        string
+		poolInput
 		Username          string
 		UserAttributes    []attribute
 		TemporaryPassword string
 		MessageAction     string
 	}
-	if e := decode(body, &in); e != nil {
-		return nil, e
-	}
-	if e := s.checkPool(in.UserPoolId); e != nil {
+	if e := s.decodeAdmin(body, &in); e != nil {
 		return nil, e
 	}
 	// The pool signs in by email: Cognito takes the email as the user name it is created
@@ -314,56 +273,40 @@ func (s *Server) adminCreateUser(body []byte) (any, *apiError) {
 
 func (s *Server) adminSetUserPassword(body []byte) (any, *apiError) {
 	var in struct {
-		UserPoolId string
-		Username   string
-		Password   string
-		Permanent  bool
+		poolInput
+		Username  string
+		Password  string
+		Permanent bool
 	}
-	if e := decode(body, &in); e != nil {
-		return nil, e
-	}
-	if e := s.checkPool(in.UserPoolId); e != nil {
+	if e := s.decodeAdmin(body, &in); e != nil {
 		return nil, e
 	}
 	if e := s.checkPassword(in.Password); e != nil {
 		return nil, e
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.lookup(in.Username)
-	if u == nil {
-		return nil, userNotFound()
-	}
-	u.password, u.modified = in.Password, s.opts.Now()
-	u.status = StatusForceChangePassword
-	if in.Permanent {
-		u.status = StatusConfirmed
-	}
-	return struct{}{}, nil
+	return s.withUser(in.Username, func(u *user) any {
+		u.password, u.modified = in.Password, s.opts.Now()
+		u.status = StatusForceChangePassword
+		if in.Permanent {
+			u.status = StatusConfirmed
+		}
+		return struct{}{}
+	})
 }
 
 func (s *Server) adminGetUser(body []byte) (any, *apiError) {
 	var in struct {
-		UserPoolId string
-		Username   string
+		poolInput
+		Username string
 	}
-	if e := decode(body, &in); e != nil {
+	if e := s.decodeAdmin(body, &in); e != nil {
 		return nil, e
 	}
-	if e := s.checkPool(in.UserPoolId); e != nil {
-		return nil, e
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.lookup(in.Username)
-	if u == nil {
-		return nil, userNotFound()
-	}
-	return u.view(), nil
+	return s.withUser(in.Username, func(u *user) any { return u.view() })
 }
 
 type authInput struct {
-	UserPoolId     string
+	poolInput
 	ClientId       string
 	AuthFlow       string
 	AuthParameters map[string]string
@@ -382,10 +325,7 @@ func (s *Server) initiateAuth(body []byte) (any, *apiError) {
 
 func (s *Server) adminInitiateAuth(body []byte) (any, *apiError) {
 	var in authInput
-	if e := decode(body, &in); e != nil {
-		return nil, e
-	}
-	if e := s.checkPool(in.UserPoolId); e != nil {
+	if e := s.decodeAdmin(body, &in); e != nil {
 		return nil, e
 	}
 	if in.AuthFlow != "ADMIN_USER_PASSWORD_AUTH" {
@@ -462,11 +402,38 @@ func decode(body []byte, dst any) *apiError {
 	return nil
 }
 
+// poolInput is the UserPoolId every Admin* request names; the requests embed it.
+type poolInput struct {
+	UserPoolId string
+}
+
+func (p *poolInput) pool() string { return p.UserPoolId }
+
+// decodeAdmin decodes an Admin* request and checks that it names the pool.
+func (s *Server) decodeAdmin(body []byte, in interface{ pool() string }) *apiError {
+	if e := decode(body, in); e != nil {
+		return e
+	}
+	return s.checkPool(in.pool())
+}
+
 func (s *Server) checkPool(id string) *apiError {
 	if id != s.opts.UserPoolID {
 		return &apiError{status: http.StatusBadRequest, code: "ResourceNotFoundException", message: "User pool " + id + " does not exist."}
 	}
 	return nil
+}
+
+// withUser answers f(u) for the user username names (see lookup), with s.mu held;
+// UserNotFoundException when there is none.
+func (s *Server) withUser(username string, f func(u *user) any) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.lookup(username)
+	if u == nil {
+		return nil, userNotFound()
+	}
+	return f(u), nil
 }
 
 // lookup finds a user by email or by its generated user name (sub); s.mu is held.

@@ -17,11 +17,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -30,6 +28,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
+
+	"github.com/seatsaga/seatsaga/internal/twin/serve"
 )
 
 // Defaults that hold when Options leave a field zero.
@@ -73,9 +73,7 @@ type Host struct {
 	mu        sync.RWMutex
 	functions map[string]*function
 
-	srvMu  sync.Mutex
-	server *http.Server
-	wg     sync.WaitGroup
+	server serve.Server
 }
 
 type function struct {
@@ -118,7 +116,8 @@ func New(opts Options) *Host {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	h := &Host{opts: opts, functions: map[string]*function{}, log: opts.Logger}
+	h := &Host{opts: opts, functions: map[string]*function{}, log: opts.Logger,
+		server: serve.Server{Name: "lambdahost", ShutdownTimeout: 2 * time.Second}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -137,12 +136,13 @@ func (h *Host) Register(name string, handler any) {
 
 // RegisterWith serves handler under name with its own timeout and reserved concurrency.
 func (h *Host) RegisterWith(name string, handler any, cfg FunctionConfig) {
-	f := &function{
-		name:    name,
-		arn:     h.FunctionARN(name),
-		fn:      lambda.NewFunction(lambda.NewHandler(handler)),
-		timeout: h.opts.Timeout,
-	}
+	h.register(name, &function{fn: lambda.NewFunction(lambda.NewHandler(handler)), timeout: h.opts.Timeout}, cfg)
+}
+
+// register serves f under name, its timeout overridden and its concurrency reserved as cfg
+// says, replacing any function of that name.
+func (h *Host) register(name string, f *function, cfg FunctionConfig) {
+	f.name, f.arn = name, h.FunctionARN(name)
 	if cfg.Timeout > 0 {
 		f.timeout = cfg.Timeout
 	}
@@ -191,55 +191,11 @@ func (h *Host) Handler() http.Handler {
 // Start listens on addr (e.g. "127.0.0.1:0") and serves until ctx ends or Close is called. It
 // returns the endpoint URL to use as the Lambda client's base endpoint.
 func (h *Host) Start(ctx context.Context, addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("lambdahost: listen on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	h.srvMu.Lock()
-	if h.server != nil {
-		h.srvMu.Unlock()
-		ln.Close()
-		return "", errors.New("lambdahost: already started")
-	}
-	h.server = srv
-	h.srvMu.Unlock()
-	h.wg.Add(2)
-	go func() {
-		defer h.wg.Done()
-		_ = srv.Serve(ln)
-	}()
-	stop := make(chan struct{})
-	var stopOnce sync.Once
-	go func() {
-		defer h.wg.Done()
-		select {
-		case <-ctx.Done():
-			_ = srv.Close()
-		case <-stop:
-		}
-	}()
-	srv.RegisterOnShutdown(func() { stopOnce.Do(func() { close(stop) }) })
-	return "http://" + ln.Addr().String(), nil
+	return h.server.StartContext(ctx, addr, h.Handler())
 }
 
 // Close stops the server started by Start. Handlers still running finish in the background.
-func (h *Host) Close() error {
-	h.srvMu.Lock()
-	srv := h.server
-	h.srvMu.Unlock()
-	if srv == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		err = srv.Close()
-	}
-	h.wg.Wait()
-	return err
-}
+func (h *Host) Close() error { return h.server.Close() }
 
 // functionName maps what callers may pass as FunctionName — a name, name:qualifier, a partial
 // ARN (account:function:name) or a full ARN, with or without qualifier — to the name and the

@@ -536,21 +536,7 @@ func processEnv(o ProcessOptions, taskRoot, runtimeAPI string) []string {
 // apply as to an in-process handler. cfg.Timeout, when set, overrides the process's timeout
 // per invocation. The host does not own p: stop it yourself.
 func (h *Host) RegisterProcess(name string, p *Process, cfg FunctionConfig) {
-	f := &function{
-		name:    name,
-		arn:     h.FunctionARN(name),
-		proc:    p,
-		timeout: p.timeout,
-	}
-	if cfg.Timeout > 0 {
-		f.timeout = cfg.Timeout
-	}
-	if cfg.ReservedConcurrency > 0 {
-		f.sem = make(chan struct{}, cfg.ReservedConcurrency)
-	}
-	h.mu.Lock()
-	h.functions[name] = f
-	h.mu.Unlock()
+	h.register(name, &function{proc: p, timeout: p.timeout}, cfg)
 }
 
 // runProcess delivers call to f's process. The invocation is not tied to the caller's request,

@@ -14,15 +14,13 @@ package stripesim
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math/rand"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/twin/serve"
 )
 
 // APIVersion is the Stripe API version the simulator renders objects and events for; it
@@ -86,8 +84,7 @@ type Sim struct {
 	closed    bool
 	done      chan struct{}
 
-	server   *http.Server
-	listener net.Listener
+	server serve.Server
 }
 
 // New returns a simulator; serve it with Handler or Start.
@@ -127,6 +124,7 @@ func New(opts Options) *Sim {
 		latency: map[Endpoint]time.Duration{},
 		timers:  map[clock.Timer]struct{}{},
 		done:    make(chan struct{}),
+		server:  serve.Server{Name: "stripesim", ReadHeaderTimeout: 5 * time.Second, ShutdownTimeout: 2 * time.Second},
 	}
 	s.webhook = opts.Webhook.withDefaults()
 	return s
@@ -135,19 +133,9 @@ func New(opts Options) *Sim {
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves until ctx is done or
 // Close is called.
 func (s *Sim) Start(ctx context.Context, addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	if _, err := s.server.Start(addr, s.Handler()); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	s.mu.Lock()
-	s.server, s.listener = srv, ln
-	s.mu.Unlock()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("stripesim server stopped", "error", err)
-		}
-	}()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -159,14 +147,7 @@ func (s *Sim) Start(ctx context.Context, addr string) error {
 }
 
 // URL is the base URL to give stripe-go, e.g. http://127.0.0.1:41234; empty before Start.
-func (s *Sim) URL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.listener == nil {
-		return ""
-	}
-	return "http://" + s.listener.Addr().String()
-}
+func (s *Sim) URL() string { return s.server.URL() }
 
 // Close stops the server, every pending timer and webhook delivery. Held (lost) responses
 // are released.
@@ -182,15 +163,8 @@ func (s *Sim) Close() {
 		t.Stop()
 	}
 	s.timers = map[clock.Timer]struct{}{}
-	srv := s.server
 	s.mu.Unlock()
-	if srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			_ = srv.Close()
-		}
-	}
+	_ = s.server.Close()
 }
 
 // after schedules f on the sim's clock unless the sim is closed; must hold s.mu.
