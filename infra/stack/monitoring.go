@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
@@ -16,6 +17,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
+	"github.com/seatsaga/seatsaga/internal/webhook"
 )
 
 // Names of the custom metrics the alarms read, in the Seatsaga namespace (CloudWatch embedded
@@ -36,6 +38,8 @@ const (
 	MetricAuthorizationsNearCaptureDeadline = sweeper.MetricAuthorizationsNearCaptureDeadline
 	MetricSettlementEscalated               = saga.MetricSettlementEscalated
 	MetricProviderRefusals                  = saga.MetricProviderRefusals
+	MetricWebhookRejected                   = webhook.MetricWebhookRejected
+	MetricWebhookUnverifiable               = webhook.MetricWebhookUnverifiable
 )
 
 // Thresholds set when each alarm fires. Zero fields take the defaults of DefaultThresholds.
@@ -154,6 +158,9 @@ type alarmSpec struct {
 	periods     int
 	// missingBreaches makes silence an alarm (a metric that must always report).
 	missingBreaches bool
+	// below alarms when the metric falls under the threshold (a heartbeat) instead of
+	// reaching it.
+	below bool
 }
 
 // NewMonitoring declares every alarm and the dashboard.
@@ -193,24 +200,31 @@ func NewMonitoring(scope constructs.Construct, id string, p MonitoringProps) *Mo
 			metric:    p.Relay.Function.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}),
 			threshold: t.StreamIteratorAgeSeconds * 1000, periods: 1},
 		{name: "ExpiredHoldsUnreleased", description: "Seats held past their deadline and not released: the sweeper is failing or a saga is stuck; buyers see seats as taken that are free.",
-			metric: gauge(MetricExpiredHoldsUnreleased), threshold: t.ExpiredHoldsUnreleased, periods: gaugePeriods},
+			metric: gauge(MetricExpiredHoldsUnreleased), threshold: t.ExpiredHoldsUnreleased, periods: gaugePeriods, missingBreaches: true},
 		{name: "ExpiredHoldOldestAgeSeconds", description: "The oldest expired, unreleased hold is older than expected.",
-			metric: gauge(MetricExpiredHoldOldestAgeSeconds), threshold: t.ExpiredHoldOldestAgeSeconds, periods: 1},
+			metric: gauge(MetricExpiredHoldOldestAgeSeconds), threshold: t.ExpiredHoldOldestAgeSeconds, periods: 1, missingBreaches: true},
 		{name: "UnresolvedPayments", description: "Payments whose outcome is unknown are accumulating: the provider is slow or unreachable, or webhooks are not arriving.",
-			metric: gauge(MetricUnresolvedPayments), threshold: t.UnresolvedPayments, periods: gaugePeriods},
+			metric: gauge(MetricUnresolvedPayments), threshold: t.UnresolvedPayments, periods: gaugePeriods, missingBreaches: true},
 		{name: "UnresolvedPaymentOldestAgeSeconds", description: "A payment has been unresolved for too long: money whose fate is unknown.",
-			metric: gauge(MetricUnresolvedPaymentOldestAgeSeconds), threshold: t.UnresolvedPaymentOldestAgeSeconds, periods: 1},
+			metric: gauge(MetricUnresolvedPaymentOldestAgeSeconds), threshold: t.UnresolvedPaymentOldestAgeSeconds, periods: 1, missingBreaches: true},
 		{name: "ReconciliationBacklog", description: "Reservations whose seats and money still disagree after the saga's bounded retries (payment unknown, confirmed seats not captured, money held or captured for released seats, a refund pending): the sweeper keeps settling them; look first at the oldest and at escalations.",
-			metric: gauge(MetricReconciliationBacklog), threshold: t.ReconciliationBacklog, periods: 1},
+			metric: gauge(MetricReconciliationBacklog), threshold: t.ReconciliationBacklog, periods: 1, missingBreaches: true},
 		{name: "AuthorizationsNearCaptureDeadline", description: "Authorized payments close to the provider's capture deadline: capture or void them before the authorization lapses.",
-			metric: gauge(MetricAuthorizationsNearCaptureDeadline), threshold: t.AuthorizationsNearCaptureDeadline, periods: 1},
+			metric: gauge(MetricAuthorizationsNearCaptureDeadline), threshold: t.AuthorizationsNearCaptureDeadline, periods: 1, missingBreaches: true},
 		{name: "SettlementEscalated", description: "The settlement decision handed a reservation to a person (a refund that keeps failing, a record no transition can fix): find the 'settlement needs a person' log line by reservationId and settle it at the provider.",
 			metric: sum(MetricSettlementEscalated), threshold: t.SettlementEscalated, periods: 1},
 		{name: "ProviderRefusals", description: "The payment provider refuses the system's own requests (authentication, permission, invalid request): check the Stripe secret and its rotation first; buyers are not declined, their holds wait.",
 			metric: sum(MetricProviderRefusals), threshold: t.ProviderRefusals, periods: 1},
 		{name: "SweeperNotRunning", description: "The sweeper has not run for three periods: expired holds and backlog figures are no longer watched.",
 			metric:    p.Sweeper.Function.MetricInvocations(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(float64(p.SweepEveryMinutes))), Statistic: jsii.String("Sum")}),
-			threshold: 1, periods: 3, missingBreaches: true},
+			threshold: 1, periods: 3, missingBreaches: true, below: true},
+		{name: "SweeperErrors", description: "The sweeper failed a run: while it fails, expired holds are not released and its backlog gauges go silent (those alarms then fire too). Read the sweeper's log group for the error first.",
+			metric:    p.Sweeper.Function.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+			threshold: 1, periods: 1},
+		{name: "WebhookRejected", description: "Stripe webhook deliveries whose signature did not verify: after a rotation, the webhook signing secret in Secrets Manager differs from the endpoint's in Stripe (check it first), or someone is forging events. Payment waits end only by timeout meanwhile.",
+			metric: sum(MetricWebhookRejected), threshold: 1, periods: 1},
+		{name: "WebhookUnverifiable", description: "The webhook could not read its signing secret from Secrets Manager, so deliveries are answered 503 and Stripe redelivers them later: check the secret, its KMS key and the webhook role's access.",
+			metric: sum(MetricWebhookUnverifiable), threshold: 1, periods: 1},
 	}
 	for _, name := range sortedKeys(p.DLQs) {
 		q := p.DLQs[name]
@@ -227,14 +241,35 @@ func NewMonitoring(scope constructs.Construct, id string, p MonitoringProps) *Mo
 		DisplayName: jsii.String("seatsaga alarms"),
 		EnforceSSL:  jsii.Bool(true),
 	})
+	// EnforceSSL writes a topic policy, which replaces SNS's default one: without a statement
+	// of its own, CloudWatch could not publish and no alarm would reach anyone. Only this
+	// account's alarms of this stack may publish.
+	stack := awscdk.Stack_Of(c)
+	m.Topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsOfThisStack"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  jsii.Strings(*m.Topic.TopicArn()),
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+			"ArnLike": map[string]any{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("cloudwatch"), Resource: jsii.String("alarm"),
+				ResourceName: jsii.String(*stack.StackName() + "-*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+			})},
+		},
+	}))
 	action := awscloudwatchactions.NewSnsAction(m.Topic)
-	stackName := *awscdk.Stack_Of(c).StackName()
+	stackName := *stack.StackName()
 	var alarms []awscloudwatch.IAlarm
 	for _, s := range specs {
 		cmp := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+		if s.below {
+			cmp = awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD
+		}
+		// A gauge the sweeper publishes on every run going silent means the sweeper stopped
+		// (or fails while still being invoked): silence must not read as healthy.
 		missing := awscloudwatch.TreatMissingData_NOT_BREACHING
 		if s.missingBreaches {
-			cmp = awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD
 			missing = awscloudwatch.TreatMissingData_BREACHING
 		}
 		a := awscloudwatch.NewAlarm(c, jsii.String(s.name), &awscloudwatch.AlarmProps{
@@ -246,7 +281,9 @@ func NewMonitoring(scope constructs.Construct, id string, p MonitoringProps) *Mo
 			ComparisonOperator: cmp,
 			TreatMissingData:   missing,
 		})
+		// Operators hear when an alarm clears, too.
 		a.AddAlarmAction(action)
+		a.AddOkAction(action)
 		m.Alarms[s.name] = a
 		alarms = append(alarms, a)
 	}

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,9 @@ func TestEveryAlarmExistsWithItsMetric(t *testing.T) {
 		{"ConsumerDLQDepth", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", consumerDLQ, d.DLQDepth},
 		{"ConsumerDLQOldestAge", "AWS/SQS", "ApproximateAgeOfOldestMessage", "Maximum", consumerDLQ, d.DLQOldestAgeSeconds},
 		{"SweeperNotRunning", "AWS/Lambda", "Invocations", "Sum", sweeperID, 1},
+		{"SweeperErrors", "AWS/Lambda", "Errors", "Sum", sweeperID, 1},
+		{"WebhookRejected", "Seatsaga", MetricWebhookRejected, "Sum", "", 1},
+		{"WebhookUnverifiable", "Seatsaga", MetricWebhookUnverifiable, "Sum", "", 1},
 	} {
 		t.Run(tc.alarm, func(t *testing.T) {
 			a, ok := alarms[tc.alarm]
@@ -82,6 +86,9 @@ func TestEveryAlarmExistsWithItsMetric(t *testing.T) {
 			if len(a["AlarmActions"].([]any)) != 1 {
 				t.Errorf("alarm actions %s, want the alarm topic", asJSON(a["AlarmActions"]))
 			}
+			if ok, _ := a["OKActions"].([]any); len(ok) != 1 || asJSON(ok) != asJSON(a["AlarmActions"]) {
+				t.Errorf("OK actions %s, want the alarm topic too, so operators hear an alarm clear", asJSON(a["OKActions"]))
+			}
 			if d, _ := a["AlarmDescription"].(string); len(d) < 20 {
 				t.Errorf("alarm description %q does not say what it means", d)
 			}
@@ -109,5 +116,65 @@ func TestThresholdsComeFromProps(t *testing.T) {
 	// Unset thresholds keep their defaults.
 	if got := alarms["ConditionalCheckFailed"]["Threshold"]; got != DefaultThresholds().ConditionalCheckFailed {
 		t.Errorf("ConditionalCheckFailed threshold %v, want the default", got)
+	}
+}
+
+// The topic's policy is the only one it has (EnforceSSL writes it): it must let CloudWatch
+// publish, for this account's alarms of this stack only, or no alarm reaches anyone.
+func TestTheAlarmTopicLetsThisStacksAlarmsPublish(t *testing.T) {
+	s := synthesized(t)
+	policies := s.ofType("AWS::SNS::TopicPolicy")
+	if len(policies) != 1 {
+		t.Fatalf("%d topic policies, want 1", len(policies))
+	}
+	var doc struct {
+		Statement []struct {
+			Sid       string
+			Effect    string
+			Principal any
+			Action    any
+			Condition map[string]map[string]any
+		}
+	}
+	for _, p := range policies {
+		raw := asJSON(props(p)["PolicyDocument"])
+		if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var allows int
+	for _, st := range doc.Statement {
+		if st.Effect != "Allow" {
+			continue
+		}
+		allows++
+		if asJSON(st.Principal) != `{"Service":"cloudwatch.amazonaws.com"}` || asJSON(st.Action) != `"sns:Publish"` {
+			t.Errorf("an Allow for %s of %s, want CloudWatch's sns:Publish", asJSON(st.Principal), asJSON(st.Action))
+		}
+		if asJSON(st.Condition["StringEquals"]["aws:SourceAccount"]) != `{"Ref":"AWS::AccountId"}` {
+			t.Errorf("the publish is not limited to this account: %s", asJSON(st.Condition))
+		}
+		if src := asJSON(st.Condition["ArnLike"]["aws:SourceArn"]); !strings.Contains(src, ":alarm:"+*s.stack.StackName()+"-*") {
+			t.Errorf("the publish is not limited to this stack's alarms: %s", src)
+		}
+	}
+	if allows != 1 {
+		t.Errorf("%d Allow statements, want the one for CloudWatch", allows)
+	}
+}
+
+// The sweeper's gauges are published on every run: when they go silent the sweeper has
+// stopped or fails, and that must not read as a healthy backlog.
+func TestSilentSweeperGaugesBreach(t *testing.T) {
+	alarms := synthesized(t).alarmsByName(t)
+	for _, name := range []string{"ExpiredHoldsUnreleased", "ExpiredHoldOldestAgeSeconds", "UnresolvedPayments",
+		"UnresolvedPaymentOldestAgeSeconds", "ReconciliationBacklog", "AuthorizationsNearCaptureDeadline", "SweeperNotRunning"} {
+		if got := alarms[name]["TreatMissingData"]; got != "breaching" {
+			t.Errorf("%s treats missing data as %v, want breaching", name, got)
+		}
+	}
+	// The control: an alarm on a count that is absent when nothing happens stays quiet.
+	if got := alarms["WebhookRejected"]["TreatMissingData"]; got != "notBreaching" {
+		t.Errorf("WebhookRejected treats missing data as %v, want notBreaching", got)
 	}
 }

@@ -189,6 +189,16 @@ func respond(status int, body any) events.APIGatewayProxyResponse {
 	return events.APIGatewayProxyResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b)}
 }
 
+// Metrics the alarms read.
+const (
+	// MetricWebhookRejected counts deliveries whose signature or body did not verify: a
+	// forgery, or a signing secret that differs from Stripe's.
+	MetricWebhookRejected = "WebhookRejected"
+	// MetricWebhookUnverifiable counts deliveries that could not be checked because the
+	// signing secret could not be read.
+	MetricWebhookUnverifiable = "WebhookUnverifiable"
+)
+
 // Process handles one delivery. The error is a *payment.WebhookRejected for a bad signature,
 // a *payment.WebhookUnverifiable when the signature could not be checked, errRetryLater, or
 // another failure worth a redelivery.
@@ -197,12 +207,12 @@ func (h *Handler) Process(ctx context.Context, payload []byte, signatureHeader s
 	var unverifiable *payment.WebhookUnverifiable
 	if errors.As(err, &unverifiable) {
 		// Not a forgery: the secret could not be read, so nothing is known about the sender.
-		h.d.Metrics.Count("WebhookUnverifiable", 1)
+		h.d.Metrics.Count(MetricWebhookUnverifiable, 1)
 		h.d.Logger.ErrorContext(ctx, "webhook: signing secret unavailable; asking for a redelivery", "error", err.Error())
 		return Result{}, err
 	}
 	if err != nil {
-		h.d.Metrics.Count("WebhookRejected", 1)
+		h.d.Metrics.Count(MetricWebhookRejected, 1)
 		h.d.Logger.WarnContext(ctx, "webhook: rejected", "error", err.Error())
 		var rejected *payment.WebhookRejected
 		if !errors.As(err, &rejected) {
