@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -138,6 +139,12 @@ type MonitoringProps struct {
 	DLQs map[string]awssqs.Queue
 	// SweepEveryMinutes is the sweeper's period; its gauges are judged over three periods.
 	SweepEveryMinutes int
+	// Unrouted are the functions whose errors nothing routes (not the saga's steps, whose
+	// business errors the state machine catches): any error or throttle of theirs is an
+	// incident.
+	Unrouted []*Function
+	// RestApi is the customer and webhook API.
+	RestApi awsapigateway.RestApi
 }
 
 // Monitoring holds the alarms, the topic they notify and the dashboard.
@@ -226,6 +233,31 @@ func NewMonitoring(scope constructs.Construct, id string, p MonitoringProps) *Mo
 		{name: "WebhookUnverifiable", description: "The webhook could not read its signing secret from Secrets Manager, so deliveries are answered 503 and Stripe redelivers them later: check the secret, its KMS key and the webhook role's access.",
 			metric: sum(MetricWebhookUnverifiable), threshold: 1, periods: 1},
 	}
+	lambdaOpts := &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}
+	for _, f := range p.Unrouted {
+		if f.Spec.Name == "sweeper" {
+			// SweeperErrors watches its errors; its one reserved slot throttles overlapping
+			// ticks by design.
+			continue
+		}
+		name := pascal(f.Spec.Name)
+		specs = append(specs,
+			alarmSpec{name: name + "Errors", description: fmt.Sprintf("The %s function failed invocations (an uncaught error, a timeout or a crash): read its log group for the error first.", f.Spec.Name),
+				metric: f.Function.MetricErrors(lambdaOpts), threshold: 1, periods: 1},
+			alarmSpec{name: name + "Throttles", description: fmt.Sprintf("Lambda throttled the %s function: the account's concurrency (or the function's reserved concurrency) is exhausted; raise the quota or the reservation.", f.Spec.Name),
+				metric: f.Function.MetricThrottles(lambdaOpts), threshold: 1, periods: 1},
+		)
+	}
+	if p.RestApi != nil {
+		specs = append(specs,
+			alarmSpec{name: "Api5xx", description: "The API answered 5xx (a function error, a throttled StartExecution answered 503, or API Gateway itself): look at the api function's errors and Step Functions throttling first.",
+				metric: p.RestApi.MetricServerError(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), threshold: 10, periods: 1},
+			alarmSpec{name: "ApiLatencyP99", description: "The API's p99 latency is above 5 s: buyers wait; the api function, DynamoDB or Step Functions are slow or throttled.",
+				metric: p.RestApi.MetricLatency(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("p99")}), threshold: 5000, periods: 2},
+		)
+	}
+	specs = append(specs, alarmSpec{name: "ExecutionsThrottled", description: "Step Functions throttled executions (state transitions beyond the account's rate): the saga slows down; raise the state-transition quota.",
+		metric: sm.MetricThrottled(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), threshold: 1, periods: 1})
 	for _, name := range sortedKeys(p.DLQs) {
 		q := p.DLQs[name]
 		specs = append(specs,

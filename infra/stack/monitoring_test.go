@@ -24,6 +24,9 @@ func TestEveryAlarmExistsWithItsMetric(t *testing.T) {
 	alarms := s.alarmsByName(t)
 	relayID, _ := s.byPath(t, "Functions/Relay/Resource")
 	sweeperID, _ := s.byPath(t, "Functions/Sweeper/Resource")
+	apiID, _ := s.byPath(t, "Functions/Api/Resource")
+	webhookID, _ := s.byPath(t, "Functions/Webhook/Resource")
+	consumerID, _ := s.byPath(t, "Functions/Consumer/Resource")
 	smID, _ := s.byPath(t, "Workflow/StateMachine/Resource")
 	relayDLQ, _ := s.byPath(t, "Events/RelayDLQ/Resource")
 	consumerDLQ, _ := s.byPath(t, "Events/ConsumerDLQ/Resource")
@@ -57,6 +60,17 @@ func TestEveryAlarmExistsWithItsMetric(t *testing.T) {
 		{"SweeperErrors", "AWS/Lambda", "Errors", "Sum", sweeperID, 1},
 		{"WebhookRejected", "Seatsaga", MetricWebhookRejected, "Sum", "", 1},
 		{"WebhookUnverifiable", "Seatsaga", MetricWebhookUnverifiable, "Sum", "", 1},
+		{"ApiErrors", "AWS/Lambda", "Errors", "Sum", apiID, 1},
+		{"ApiThrottles", "AWS/Lambda", "Throttles", "Sum", apiID, 1},
+		{"WebhookErrors", "AWS/Lambda", "Errors", "Sum", webhookID, 1},
+		{"WebhookThrottles", "AWS/Lambda", "Throttles", "Sum", webhookID, 1},
+		{"RelayErrors", "AWS/Lambda", "Errors", "Sum", relayID, 1},
+		{"RelayThrottles", "AWS/Lambda", "Throttles", "Sum", relayID, 1},
+		{"ConsumerErrors", "AWS/Lambda", "Errors", "Sum", consumerID, 1},
+		{"ConsumerThrottles", "AWS/Lambda", "Throttles", "Sum", consumerID, 1},
+		{"ExecutionsThrottled", "AWS/States", "ExecutionThrottled", "Sum", smID, 1},
+		{"Api5xx", "AWS/ApiGateway", "5XXError", "Sum", "", 10},
+		{"ApiLatencyP99", "AWS/ApiGateway", "Latency", "p99", "", 5000},
 	} {
 		t.Run(tc.alarm, func(t *testing.T) {
 			a, ok := alarms[tc.alarm]
@@ -77,7 +91,12 @@ func TestEveryAlarmExistsWithItsMetric(t *testing.T) {
 				t.Errorf("threshold %v, want %v", a["Threshold"], tc.threshold)
 			}
 			dims := asJSON(a["Dimensions"])
-			if tc.dimension == "" && a["Dimensions"] != nil {
+			if tc.namespace == "AWS/ApiGateway" {
+				// API Gateway's series are named by the API.
+				if !strings.Contains(dims, "ApiName") {
+					t.Errorf("dimensions %s, want the API's name", dims)
+				}
+			} else if tc.dimension == "" && a["Dimensions"] != nil {
 				t.Errorf("custom metric alarm has dimensions %s; alarms read the dimensionless series", dims)
 			}
 			if tc.dimension != "" && !strings.Contains(dims, tc.dimension) {

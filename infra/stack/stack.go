@@ -184,6 +184,9 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 		Relay: s.Functions.Get("relay"), Sweeper: s.Functions.Get("sweeper"),
 		DLQs:              map[string]awssqs.Queue{"Relay": s.Events.RelayDLQ, "Consumer": s.Events.ConsumerDLQ},
 		SweepEveryMinutes: p.SweepEveryMinutes,
+		Unrouted: []*Function{s.Functions.Get("api"), s.Functions.Get("webhook"), s.Functions.Get("sweeper"),
+			s.Functions.Get("relay"), s.Functions.Get("consumer")},
+		RestApi: s.Api.RestApi,
 	})
 
 	output := func(id, description string, value *string) {
