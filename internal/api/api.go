@@ -157,7 +157,9 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 		level = slog.LevelError
 	}
 	h.d.Logger.Log(ctx, level, "api: request", "route", route, "status", resp.StatusCode, "code", code,
-		"requestId", req.RequestContext.RequestID)
+		// The Lambda request id is already on every line (obs.KeyRequestID); this is API
+		// Gateway's own, under a name of its own so neither hides the other.
+		"apiRequestId", req.RequestContext.RequestID)
 	return h.withCORS(req, resp), nil
 }
 
