@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -178,8 +180,10 @@ func startJar(ctx context.Context, java, jar string) (*Server, error) {
 	return s, nil
 }
 
-// waitReady polls until the endpoint answers HTTP (any status: DynamoDB answers an unsigned GET
-// with 400), the process exits, or the timeout passes.
+// waitReady polls until the endpoint answers as DynamoDB does (an unsigned GET gets 400 with a
+// DynamoDB error type), the process exits, or the timeout passes. Any HTTP answer is not
+// enough: a port picked free can be taken by another server before the JVM binds it, and the
+// JVM then exits while that server answers.
 func waitReady(ctx context.Context, endpoint string, exited <-chan struct{}, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -191,8 +195,11 @@ func waitReady(ctx context.Context, endpoint string, exited <-chan struct{}, tim
 		}
 		resp, err := client.Do(req)
 		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
-			return nil
+			if strings.Contains(string(body), "com.amazonaws.dynamodb") {
+				return nil
+			}
 		}
 		select {
 		case <-exited:
