@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/modroot"
+	"github.com/seatsaga/seatsaga/internal/twin/childproc"
 )
 
 // EnvEndpoint names the variable that points at an already running DynamoDB (Local); when it is
@@ -156,23 +156,15 @@ func startJar(ctx context.Context, java, jar string) (*Server, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 
 	s := &Server{endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, exited: make(chan struct{}), output: out}
-	// Pdeathsig fires when the thread that forked the child exits, not the process; so the fork
-	// happens on a locked thread that stays alive exactly as long as the child.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			runtime.UnlockOSThread()
-			return
-		}
-		started <- nil
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	if err := <-started; err != nil {
+	child, err := childproc.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("dynamodblocal: start %s: %w", java, err)
 	}
+	go func() {
+		<-child.Done()
+		s.waitErr = child.Err()
+		close(s.exited)
+	}()
 	if err := waitReady(ctx, s.endpoint, s.exited, readyTimeout); err != nil {
 		_ = s.Stop()
 		return nil, fmt.Errorf("dynamodblocal: DynamoDB Local on %s did not come up: %w; output: %s", s.endpoint, err, out.tail(2000))

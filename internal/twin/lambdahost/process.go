@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/seatsaga/seatsaga/internal/twin/childproc"
 )
 
 // Defaults for ProcessOptions fields left zero.
@@ -264,7 +266,7 @@ func (p *Process) start(path string, stdout, stderr io.Writer) error {
 	// every holder of the pipes (children it left behind) closes them.
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.SysProcAttr = sysProcAttr()
-	err = cmd.Start()
+	child, err := childproc.Start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -288,7 +290,7 @@ func (p *Process) start(path string, stdout, stderr io.Writer) error {
 	go drain(errR, p.stderr, stderr)
 
 	go func() {
-		_ = cmd.Wait()
+		<-child.Done()
 		p.mu.Lock()
 		p.state = cmd.ProcessState
 		p.reaped = true

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/modroot"
+
+	"github.com/seatsaga/seatsaga/internal/twin/childproc"
 )
 
 // EnvBinary names the environment variable holding stripe-mock's path (the Makefile sets it).
@@ -75,7 +77,8 @@ func Start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
+	child, err := childproc.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	s := &Server{cmd: cmd, done: make(chan struct{})}
@@ -97,7 +100,8 @@ func Start(ctx context.Context) (*Server, error) {
 		_, _ = io.Copy(io.Discard, out)
 	}()
 	go func() {
-		s.waitErr = cmd.Wait()
+		<-child.Done()
+		s.waitErr = child.Err()
 		close(s.done)
 	}()
 
