@@ -480,77 +480,76 @@ func (p *parser) fail(s *State, obj map[string]any, loc string) {
 
 func (p *parser) retryCatch(obj map[string]any, loc string) ([]Retrier, []Catcher) {
 	var retriers []Retrier
-	if v, ok := obj["Retry"]; ok {
-		arr, isArr := v.([]any)
-		if !isArr {
-			p.add("SCHEMA_VALIDATION_FAILED", loc+"/Retry", "Retry must be an array")
+	p.eachObject(obj, "Retry", loc, "retrier", func(m map[string]any, rloc string, last bool) {
+		p.checkFields(m, rloc, "ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds", "JitterStrategy", "Comment")
+		r := Retrier{IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2}
+		r.ErrorEquals = p.errorEquals(m, rloc, last)
+		if v, ok := m["IntervalSeconds"]; ok {
+			r.IntervalSeconds = float64(p.positiveInt(v, rloc+"/IntervalSeconds"))
 		}
-		for i, item := range arr {
-			rloc := fmt.Sprintf("%s/Retry[%d]", loc, i)
-			m, ok := item.(map[string]any)
-			if !ok {
-				p.add("SCHEMA_VALIDATION_FAILED", rloc, "retrier must be an object")
-				continue
+		if v, ok := m["MaxAttempts"]; ok {
+			f, isNum := toFloat(v)
+			if !isNum || f < 0 || f != float64(int(f)) {
+				p.add("SCHEMA_VALIDATION_FAILED", rloc+"/MaxAttempts", "MaxAttempts must be a non-negative integer")
 			}
-			p.checkFields(m, rloc, "ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds", "JitterStrategy", "Comment")
-			r := Retrier{IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2}
-			r.ErrorEquals = p.errorEquals(m, rloc, i == len(arr)-1)
-			if v, ok := m["IntervalSeconds"]; ok {
-				r.IntervalSeconds = float64(p.positiveInt(v, rloc+"/IntervalSeconds"))
-			}
-			if v, ok := m["MaxAttempts"]; ok {
-				f, isNum := toFloat(v)
-				if !isNum || f < 0 || f != float64(int(f)) {
-					p.add("SCHEMA_VALIDATION_FAILED", rloc+"/MaxAttempts", "MaxAttempts must be a non-negative integer")
-				}
-				r.MaxAttempts = int(f)
-			}
-			if v, ok := m["BackoffRate"]; ok {
-				f, isNum := toFloat(v)
-				if !isNum || f < 1 {
-					p.add("SCHEMA_VALIDATION_FAILED", rloc+"/BackoffRate", "BackoffRate must be a number >= 1.0")
-				}
-				r.BackoffRate = f
-			}
-			if v, ok := m["MaxDelaySeconds"]; ok {
-				r.MaxDelaySeconds = float64(p.positiveInt(v, rloc+"/MaxDelaySeconds"))
-			}
-			if v, ok := m["JitterStrategy"]; ok {
-				switch v {
-				case "FULL":
-					r.JitterFull = true
-				case "NONE":
-				default:
-					p.add("SCHEMA_VALIDATION_FAILED", rloc+"/JitterStrategy", "JitterStrategy must be FULL or NONE")
-				}
-			}
-			retriers = append(retriers, r)
+			r.MaxAttempts = int(f)
 		}
-	}
+		if v, ok := m["BackoffRate"]; ok {
+			f, isNum := toFloat(v)
+			if !isNum || f < 1 {
+				p.add("SCHEMA_VALIDATION_FAILED", rloc+"/BackoffRate", "BackoffRate must be a number >= 1.0")
+			}
+			r.BackoffRate = f
+		}
+		if v, ok := m["MaxDelaySeconds"]; ok {
+			r.MaxDelaySeconds = float64(p.positiveInt(v, rloc+"/MaxDelaySeconds"))
+		}
+		if v, ok := m["JitterStrategy"]; ok {
+			switch v {
+			case "FULL":
+				r.JitterFull = true
+			case "NONE":
+			default:
+				p.add("SCHEMA_VALIDATION_FAILED", rloc+"/JitterStrategy", "JitterStrategy must be FULL or NONE")
+			}
+		}
+		retriers = append(retriers, r)
+	})
 	var catchers []Catcher
-	if v, ok := obj["Catch"]; ok {
-		arr, isArr := v.([]any)
-		if !isArr {
-			p.add("SCHEMA_VALIDATION_FAILED", loc+"/Catch", "Catch must be an array")
+	p.eachObject(obj, "Catch", loc, "catcher", func(m map[string]any, cloc string, last bool) {
+		p.checkFields(m, cloc, "ErrorEquals", "Next", "ResultPath", "Comment")
+		c := Catcher{ErrorEquals: p.errorEquals(m, cloc, last)}
+		c.Next, _ = m["Next"].(string)
+		if c.Next == "" {
+			p.add("MISSING_TRANSITION_TARGET", cloc+"/Next", "catcher needs a Next state")
 		}
-		for i, item := range arr {
-			cloc := fmt.Sprintf("%s/Catch[%d]", loc, i)
-			m, ok := item.(map[string]any)
-			if !ok {
-				p.add("SCHEMA_VALIDATION_FAILED", cloc, "catcher must be an object")
-				continue
-			}
-			p.checkFields(m, cloc, "ErrorEquals", "Next", "ResultPath", "Comment")
-			c := Catcher{ErrorEquals: p.errorEquals(m, cloc, i == len(arr)-1)}
-			c.Next, _ = m["Next"].(string)
-			if c.Next == "" {
-				p.add("MISSING_TRANSITION_TARGET", cloc+"/Next", "catcher needs a Next state")
-			}
-			c.ResultPath = p.optPath(m, "ResultPath", cloc, true)
-			catchers = append(catchers, c)
-		}
-	}
+		c.ResultPath = p.optPath(m, "ResultPath", cloc, true)
+		catchers = append(catchers, c)
+	})
 	return retriers, catchers
+}
+
+// eachObject walks the array obj[key] (Retry, Catch), reporting a value that is not an array
+// and each item that is not an object (what names the item: "retrier", "catcher"), and calls
+// fn for every object item with its location and whether it is the array's last item.
+func (p *parser) eachObject(obj map[string]any, key, loc, what string, fn func(m map[string]any, iloc string, last bool)) {
+	v, ok := obj[key]
+	if !ok {
+		return
+	}
+	arr, isArr := v.([]any)
+	if !isArr {
+		p.add("SCHEMA_VALIDATION_FAILED", loc+"/"+key, "%s must be an array", key)
+	}
+	for i, item := range arr {
+		iloc := fmt.Sprintf("%s/%s[%d]", loc, key, i)
+		m, ok := item.(map[string]any)
+		if !ok {
+			p.add("SCHEMA_VALIDATION_FAILED", iloc, "%s must be an object", what)
+			continue
+		}
+		fn(m, iloc, i == len(arr)-1)
+	}
 }
 
 func (p *parser) errorEquals(m map[string]any, loc string, last bool) []string {

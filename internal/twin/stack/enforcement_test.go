@@ -53,7 +53,7 @@ func TestAClaimWithoutItsTableGrantIsRefusedAsIAMWould(t *testing.T) {
 	if out.Status == "SUCCEEDED" {
 		t.Fatal("the booking succeeded although the claim may not touch the seats table")
 	}
-	withdrawn := []string{tableARN(st.Names.Of(tables.SeatsTable)), tableARN(st.Names.Of(tables.ReservationsTable))}
+	withdrawn := []string{st.Gate.TableARN(st.Names.Of(tables.SeatsTable)), st.Gate.TableARN(st.Names.Of(tables.ReservationsTable))}
 	denials := st.Gate.Denials()
 	for _, d := range denials {
 		if !strings.HasSuffix(d.Principal, "/"+FnClaim) || !slices.Contains(withdrawn, d.Resource) || !strings.HasPrefix(d.Action, "dynamodb:") {

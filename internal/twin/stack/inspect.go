@@ -70,6 +70,11 @@ func (in *Inspector) Inspect(ctx context.Context, w io.Writer, reservationID str
 	return errors.Join(errs...)
 }
 
+// taskError writes a timeline line for a task's failure or timeout (mark "✗" or "⏱").
+func taskError(w io.Writer, rel, mark string, errName, cause *string) {
+	fmt.Fprintf(w, "  %s      %s %s: %s\n", rel, mark, aws.ToString(errName), clip(aws.ToString(cause), 140))
+}
+
 func (in *Inspector) timeline(ctx context.Context, w io.Writer, arn string) error {
 	desc, err := in.SFN.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
 	if err != nil {
@@ -122,16 +127,16 @@ func (in *Inspector) timeline(ctx context.Context, w io.Writer, arn string) erro
 			}
 		case ev.LambdaFunctionFailedEventDetails != nil:
 			d := ev.LambdaFunctionFailedEventDetails
-			fmt.Fprintf(w, "  %s      ✗ %s: %s\n", rel, aws.ToString(d.Error), clip(aws.ToString(d.Cause), 140))
+			taskError(w, rel, "✗", d.Error, d.Cause)
 		case ev.TaskFailedEventDetails != nil:
 			d := ev.TaskFailedEventDetails
-			fmt.Fprintf(w, "  %s      ✗ %s: %s\n", rel, aws.ToString(d.Error), clip(aws.ToString(d.Cause), 140))
+			taskError(w, rel, "✗", d.Error, d.Cause)
 		case ev.TaskTimedOutEventDetails != nil:
 			d := ev.TaskTimedOutEventDetails
-			fmt.Fprintf(w, "  %s      ⏱ %s: %s\n", rel, aws.ToString(d.Error), clip(aws.ToString(d.Cause), 140))
+			taskError(w, rel, "⏱", d.Error, d.Cause)
 		case ev.LambdaFunctionTimedOutEventDetails != nil:
 			d := ev.LambdaFunctionTimedOutEventDetails
-			fmt.Fprintf(w, "  %s      ⏱ %s: %s\n", rel, aws.ToString(d.Error), clip(aws.ToString(d.Cause), 140))
+			taskError(w, rel, "⏱", d.Error, d.Cause)
 		case ev.TaskSubmittedEventDetails != nil:
 			fmt.Fprintf(w, "  %s      … waiting for the task token\n", rel)
 		case ev.ExecutionFailedEventDetails != nil:

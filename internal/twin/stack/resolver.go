@@ -26,9 +26,9 @@ var _ deploy.Resolver = (*localDeployment)(nil)
 func (d *localDeployment) ARN(fn string, r deploy.Resource) string {
 	switch r.Kind {
 	case deploy.Table:
-		return tableARN(d.st.Names.Of(r.Name))
+		return d.st.Gate.TableARN(d.st.Names.Of(r.Name))
 	case deploy.TableIndex:
-		return tableARN(d.st.Names.Of(r.Name)) + "/index/" + r.Index
+		return d.st.Gate.TableARN(d.st.Names.Of(r.Name)) + "/index/" + r.Index
 	case deploy.TableStream:
 		return d.streamARN
 	case deploy.StateMachine:
@@ -38,7 +38,7 @@ func (d *localDeployment) ARN(fn string, r deploy.Resource) string {
 	case deploy.Secret:
 		return d.secretARNs[r.Name]
 	case deploy.EventBus:
-		return fmt.Sprintf("arn:aws:events:%s:%s:event-bus/%s", Region, AccountID, EventBusName)
+		return d.st.Gate.EventBusARN(EventBusName)
 	case deploy.Queue:
 		return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, AccountID, r.Name)
 	case deploy.LogGroup:
@@ -74,8 +74,4 @@ func (d *localDeployment) Setting(name string) string {
 		return strings.Join(cfg.AllowedOrigins, ",")
 	}
 	panic(fmt.Sprintf("stack: no local value for setting %s", name))
-}
-
-func tableARN(name string) string {
-	return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", Region, AccountID, name)
 }
