@@ -14,6 +14,19 @@ import (
 // with nothing unresolved: each case reached the Fail state through a bound or an error name
 // that did not fit what had happened.
 
+// authorizingR1 claims seat A1 for r1 under LateSuccessReacquire and runs the authorize step
+// with payment method pm and task token tok1, which must succeed.
+func authorizingR1(t *testing.T, pm string) (*harness, Input) {
+	t.Helper()
+	h := newHarness(t, reservation.LateSuccessReacquire)
+	in := input("r1", pm, "A1")
+	h.claim(in)
+	if err := h.authorize(in, "tok1"); err != nil {
+		t.Fatal(err)
+	}
+	return h, in
+}
+
 // TestReconcileLateAuthorizationOnTheLastAttempt: a late authorization (pm_sim_authorizeLate)
 // that lands after the loop has spent its attempts waiting for it is reacquired and must then
 // be captured. The capture bound used to count reconcile attempts, so the reacquired seats were
@@ -21,12 +34,7 @@ import (
 // tried; every late-auth buyer of the demo went that way.
 func TestReconcileLateAuthorizationOnTheLastAttempt(t *testing.T) {
 	ctx := context.Background()
-	h := newHarness(t, reservation.LateSuccessReacquire)
-	in := input("r1", "pm_slow", "A1")
-	h.claim(in)
-	if err := h.authorize(in, "tok1"); err != nil {
-		t.Fatal(err)
-	}
+	h, in := authorizingR1(t, "pm_slow")
 	h.advance(10 * time.Minute)
 	first, err := h.steps.Reconcile(ctx, State{Input: in})
 	if err != nil || first.Outcome != OutcomeRetry {
@@ -204,12 +212,7 @@ func TestReconcileNeverWaitsPastALiveHold(t *testing.T) {
 	// waiting claims r1 with a payment waiting for 3-D Secure and moves the clock by elapsed.
 	waiting := func(t *testing.T, elapsed time.Duration) (*harness, State, time.Time) {
 		t.Helper()
-		h := newHarness(t, reservation.LateSuccessReacquire)
-		in := input("r1", "pm_3ds", "A1")
-		h.claim(in)
-		if err := h.authorize(in, "tok1"); err != nil {
-			t.Fatal(err)
-		}
+		h, in := authorizingR1(t, "pm_3ds")
 		h.advance(elapsed)
 		return h, State{Input: in, Failure: &Failure{Error: "Lambda.ServiceException"}}, h.store.get("r1").HoldExpiresAt
 	}

@@ -15,12 +15,7 @@ import (
 // that finds the buyer's authorization goes on to sell.
 func TestAnUnknownPaymentIsPolledNotResumed(t *testing.T) {
 	ctx := context.Background()
-	h := newHarness(t, reservation.LateSuccessReacquire)
-	in := input("r1", "pm_3ds", "A1")
-	h.claim(in)
-	if err := h.authorize(in, "tok1"); err != nil {
-		t.Fatal(err)
-	}
+	h, in := authorizingR1(t, "pm_3ds")
 	h.pay.fail["retrieve"] = []error{&payment.Uncertain{Op: payment.OpRetrieve, Reason: "timeout"}}
 	st := State{Input: in, Failure: &Failure{Error: "States.ALL"}}
 	res, err := h.steps.Reconcile(ctx, st)

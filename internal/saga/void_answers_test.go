@@ -24,21 +24,22 @@ type racingPayments struct {
 	beforeCancel, beforeCapture func()
 }
 
-func (p *racingPayments) Capture(ctx context.Context, req payment.CaptureRequest) (payment.Authorization, error) {
-	if p.beforeCapture != nil {
-		move := p.beforeCapture
-		p.beforeCapture = nil
+// runOnce runs the hook *hook, if any, and clears it first so it never runs again.
+func runOnce(hook *func()) {
+	if *hook != nil {
+		move := *hook
+		*hook = nil
 		move()
 	}
+}
+
+func (p *racingPayments) Capture(ctx context.Context, req payment.CaptureRequest) (payment.Authorization, error) {
+	runOnce(&p.beforeCapture)
 	return p.fakePayments.Capture(ctx, req)
 }
 
 func (p *racingPayments) Cancel(ctx context.Context, req payment.CancelRequest) (payment.Authorization, error) {
-	if p.beforeCancel != nil {
-		move := p.beforeCancel
-		p.beforeCancel = nil
-		move()
-	}
+	runOnce(&p.beforeCancel)
 	return p.fakePayments.Cancel(ctx, req)
 }
 

@@ -285,14 +285,32 @@ func TestExpiredHoldReclaimedIsNotDoubleOwner(t *testing.T) {
 	}
 }
 
+// ruleCase is a change to the healthy sale and whether it breaks the rule under test.
+type ruleCase struct {
+	name   string
+	change func(s *Snapshot)
+	broken bool
+}
+
+// expectRule runs each case on a healthy sale and requires rule broken exactly when the case
+// says so.
+func expectRule(t *testing.T, rule Rule, cases []ruleCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthy()
+			tc.change(&s)
+			if v := Check(s); v.Broken(rule) != tc.broken {
+				t.Fatalf("rule %s broken=%v, want %v; verdict:\n%s", rule, !tc.broken, tc.broken, v)
+			}
+		})
+	}
+}
+
 // Each fixture either keeps or breaks the promise that an acknowledged cancel is never charged,
 // so the test fails whether the rule stays silent on a charge or fires on a clean cancel.
 func TestAcknowledgedCancelIsNeverChargedNetOfRefunds(t *testing.T) {
-	cases := []struct {
-		name   string
-		change func(s *Snapshot)
-		broken bool
-	}{
+	cases := []ruleCase{
 		{name: "captured late and refunded in full", change: func(*Snapshot) {}},
 		{name: "voided before any capture", change: func(s *Snapshot) {
 			s.Payments[5].Status, s.Payments[5].Captured, s.Payments[5].Refunded = "canceled", 0, 0
@@ -320,25 +338,13 @@ func TestAcknowledgedCancelIsNeverChargedNetOfRefunds(t *testing.T) {
 			s.Reservations[0].CustomerCanceled = true
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := healthy()
-			tc.change(&s)
-			if v := Check(s); v.Broken(RuleNoChargeForAcknowledgedCancel) != tc.broken {
-				t.Fatalf("rule %s broken=%v, want %v; verdict:\n%s", RuleNoChargeForAcknowledgedCancel, !tc.broken, tc.broken, v)
-			}
-		})
-	}
+	expectRule(t, RuleNoChargeForAcknowledgedCancel, cases)
 }
 
 // Each fixture either keeps or breaks the per-reservation equivalence between CONFIRMED seats and
 // captured money, in both directions.
 func TestSeatsAreConfirmedExactlyWhenMoneyIsCaptured(t *testing.T) {
-	cases := []struct {
-		name   string
-		change func(s *Snapshot)
-		broken bool
-	}{
+	cases := []ruleCase{
 		{name: "confirmed, paid and captured in full; released ones refunded or voided", change: func(*Snapshot) {}},
 		{name: "confirmed in the reconciliation backlog with the capture still unknown", change: func(s *Snapshot) {
 			s.Reservations[4].State = Confirmed
@@ -362,15 +368,7 @@ func TestSeatsAreConfirmedExactlyWhenMoneyIsCaptured(t *testing.T) {
 			s.Reservations[3].State = PaymentPending
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := healthy()
-			tc.change(&s)
-			if v := Check(s); v.Broken(RuleConfirmedExactlyWhenCaptured) != tc.broken {
-				t.Fatalf("rule %s broken=%v, want %v; verdict:\n%s", RuleConfirmedExactlyWhenCaptured, !tc.broken, tc.broken, v)
-			}
-		})
-	}
+	expectRule(t, RuleConfirmedExactlyWhenCaptured, cases)
 }
 
 func TestByRuleListsEveryRule(t *testing.T) {

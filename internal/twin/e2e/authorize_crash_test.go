@@ -2,15 +2,36 @@ package e2e
 
 import (
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
+
+// crashedIntoReconciliation starts a stack whose authorize step crashes once after acting,
+// holds every reconcile invocation, reserves one of two ev1 seats for alice with a 3-D Secure
+// card, and waits (what) until the crashed attempt's execution is held before reconciliation.
+// The clock must not move: still is now, and a limit of now means WaitFor never steps it.
+func crashedIntoReconciliation(t *testing.T, what string) (e *Env, seats []string, in saga.Input, arn string, open func(), still time.Time) {
+	t.Helper()
+	e = New(t, Options{})
+	seats = e.Seed("ev1", 2)
+	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
+		t.Fatal(err)
+	}
+	open, waiting := e.Gate("reconcile")
+	in = Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
+	arn = e.Reserve(in)
+	still = e.Clock.Now()
+	e.WaitFor(what, still, func() bool { return waiting() == 1 })
+	return e, seats, in, arn, open, still
+}
 
 // The authorize step crashes after creating the PaymentIntent and recording its task token;
 // the payment wait has no Retry (a retried attempt would wait the whole hold again), so the
@@ -20,18 +41,7 @@ import (
 // CONFIRMED + PAID, one PaymentIntent, one authorization, one capture, and nobody answered the
 // dead token but the webhook.
 func TestAuthorizeCrashThenTheBuyerAuthorizes(t *testing.T) {
-	e := New(t, Options{})
-	seats := e.Seed("ev1", 2)
-	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
-		t.Fatal(err)
-	}
-	open, waiting := e.Gate("reconcile")
-	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
-	arn := e.Reserve(in)
-
-	// The clock must not move: a limit of now means WaitFor never steps it.
-	still := e.Clock.Now()
-	e.WaitFor("the crashed authorize attempt to reach reconciliation", still, func() bool { return waiting() == 1 })
+	e, seats, in, arn, open, still := crashedIntoReconciliation(t, "the crashed authorize attempt to reach reconciliation")
 	first := e.ExpectReservation(in.ReservationID, reservation.PaymentPending, reservation.Authorizing)
 	l, ok := e.Ledger(in.ReservationID)
 	if !ok || l.Status != "requires_action" || first.TaskToken == "" || first.PaymentIntentID != l.PaymentIntentID {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/api"
 	"github.com/seatsaga/seatsaga/internal/reservation"
-	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
@@ -33,13 +32,22 @@ type cancelAnswer struct {
 // with the money to be voided, and the record to be on the reservation.
 func cancelAndExpectRecorded(t *testing.T, e *Env, customer, id string) cancelAnswer {
 	t.Helper()
+	return cancelAndExpect(t, e, customer, id, "202, cancelRequested, money will_be_voided", func(status int, a cancelAnswer) bool {
+		return status == http.StatusAccepted && a.CancelRequested && a.Money == "will_be_voided"
+	})
+}
+
+// cancelAndExpect sends DELETE, requires its answer to decode and to satisfy ok (want says
+// what ok accepts), and requires the cancel to be recorded on the reservation.
+func cancelAndExpect(t *testing.T, e *Env, customer, id, want string, ok func(status int, a cancelAnswer) bool) cancelAnswer {
+	t.Helper()
 	status, body := e.Cancel(customer, id)
 	var a cancelAnswer
 	if err := json.Unmarshal([]byte(body), &a); err != nil {
 		t.Fatalf("DELETE answer %d %s: %v", status, body, err)
 	}
-	if status != http.StatusAccepted || !a.CancelRequested || a.Money != "will_be_voided" {
-		t.Fatalf("DELETE: %d %s; want 202, cancelRequested, money will_be_voided", status, body)
+	if !ok(status, a) {
+		t.Fatalf("DELETE: %d %s; want %s", status, body, want)
 	}
 	if !e.Reservation(id).CustomerCanceled {
 		t.Fatal("the acknowledged cancel is not recorded on the reservation")
@@ -95,16 +103,7 @@ func TestCancelAfterTheWebhookClosedTheWaitIsNeverCharged(t *testing.T) {
 // The wait ended in "Reconcile payment" (authorize failed after acting) while the hold is
 // live and the buyer is in 3-D Secure; the customer cancels; then the buyer authenticates.
 func TestCancelDuringReconciliationThenTheBuyerAuthenticatesIsNeverCharged(t *testing.T) {
-	e := New(t, Options{})
-	seats := e.Seed("ev1", 2)
-	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
-		t.Fatal(err)
-	}
-	open, waiting := e.Gate("reconcile")
-	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
-	arn := e.Reserve(in)
-	still := e.Clock.Now()
-	e.WaitFor("the failed wait to reach reconciliation", still, func() bool { return waiting() == 1 })
+	e, seats, in, arn, open, still := crashedIntoReconciliation(t, "the failed wait to reach reconciliation")
 	r := e.ExpectReservation(in.ReservationID, reservation.PaymentPending, reservation.Authorizing)
 
 	cancelAndExpectRecorded(t, e, in.CustomerID, in.ReservationID)
@@ -130,16 +129,7 @@ func TestCancelDuringReconciliationThenTheBuyerAuthenticatesIsNeverCharged(t *te
 // The recorded token is a dead one from a crashed authorize attempt: the cancel's signal
 // reaches nobody, and the next attempt must not go on paying.
 func TestCancelWithADeadTokenStopsTheNextAuthorizeAttempt(t *testing.T) {
-	e := New(t, Options{})
-	seats := e.Seed("ev1", 2)
-	if err := e.Stack.Lambdas.FailAfter("authorize", 1, lambdahost.ServiceException()); err != nil {
-		t.Fatal(err)
-	}
-	openReconcile, reconcileWaiting := e.Gate("reconcile")
-	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodThreeDSecureAbandoned, seats[0])
-	arn := e.Reserve(in)
-	still := e.Clock.Now()
-	e.WaitFor("the crashed attempt to reach reconciliation", still, func() bool { return reconcileWaiting() == 1 })
+	e, seats, in, arn, openReconcile, still := crashedIntoReconciliation(t, "the crashed attempt to reach reconciliation")
 	dead := e.Reservation(in.ReservationID).TaskToken
 
 	// Reconciliation sends the execution back to waiting with the hold's time left; hold the
@@ -183,13 +173,7 @@ func TestCancelOfALapsedHoldIsNotReacquiredByALateAuthorization(t *testing.T) {
 // A cancel of a confirmed reservation is refused with nothing written, and says the money is
 // taken.
 func TestCancelOfAConfirmedReservationIsRefusedAndWritesNothing(t *testing.T) {
-	e := New(t, Options{})
-	seats := e.Seed("ev1", 1)
-	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
-	if x := e.Finish(e.Reserve(in)); x.Status != "SUCCEEDED" {
-		t.Fatalf("%s %s", x.Status, x.Error)
-	}
-	before := e.Reservation(in.ReservationID)
+	e, _, in, before := soldToAlice(t, 1)
 	status, body := e.Cancel(in.CustomerID, in.ReservationID)
 	var a cancelAnswer
 	if status != http.StatusConflict || json.Unmarshal([]byte(body), &a) != nil || a.Money != api.MoneyCaptured || a.CancelRequested {

@@ -21,18 +21,9 @@ import (
 // cancelAndExpectAcknowledged sends DELETE and requires an acknowledged, recorded cancel.
 func cancelAndExpectAcknowledged(t *testing.T, e *Env, customer, id string) cancelAnswer {
 	t.Helper()
-	status, body := e.Cancel(customer, id)
-	var a cancelAnswer
-	if err := json.Unmarshal([]byte(body), &a); err != nil {
-		t.Fatalf("DELETE answer %d %s: %v", status, body, err)
-	}
-	if (status != http.StatusAccepted && status != http.StatusOK) || !a.CancelRequested {
-		t.Fatalf("DELETE: %d %s; want an acknowledged cancel", status, body)
-	}
-	if !e.Reservation(id).CustomerCanceled {
-		t.Fatal("the acknowledged cancel is not recorded on the reservation")
-	}
-	return a
+	return cancelAndExpect(t, e, customer, id, "an acknowledged cancel", func(status int, a cancelAnswer) bool {
+		return (status == http.StatusAccepted || status == http.StatusOK) && a.CancelRequested
+	})
 }
 
 // executionRunning reports whether the execution still runs.
@@ -43,8 +34,13 @@ func executionRunning(e *Env, arn string) bool {
 
 // countOutbox counts the reservation's outbox records of type ty.
 func countOutbox(e *Env, id string, ty outbox.Type) int {
+	return countTypes(e.OutboxTypes(id), ty)
+}
+
+// countTypes counts the records of type ty in types.
+func countTypes(types []outbox.Type, ty outbox.Type) int {
 	n := 0
-	for _, got := range e.OutboxTypes(id) {
+	for _, got := range types {
 		if got == ty {
 			n++
 		}

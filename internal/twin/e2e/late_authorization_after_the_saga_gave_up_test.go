@@ -24,12 +24,7 @@ import (
 func TestLateAuthorizationAfterTheSagaGaveUp(t *testing.T) {
 	e := New(t, Options{ReconcileAttempts: 2, ReconcileBackoff: 2 * time.Second,
 		Payments: stack.PaymentsConfig{LateAuthorizationDelay: Hold + 5*time.Minute}})
-	seats := e.Seed("ev1", 1)
-	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodAuthorizeLate, seats[0])
-	arn := e.Reserve(in)
-	e.WaitingForPayment(in.ReservationID)
-	deadline := e.Reservation(in.ReservationID).HoldExpiresAt
-	e.Clock.Set(deadline)
+	seats, in, arn, deadline := e.lateAuthorizationAtTheDeadline()
 	authorizedAt := deadline.Add(4 * time.Minute) // before the late authorization lands
 	e.WaitFor("the saga to give up", authorizedAt, func() bool {
 		st, err := e.Stack.SFN.DescribeExecution(e.Ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})

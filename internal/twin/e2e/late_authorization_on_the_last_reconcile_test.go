@@ -6,9 +6,24 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/twin/stack"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
+
+// lateAuthorizationAtTheDeadline seeds ev1 with one seat, reserves it for alice with the
+// authorize-late card, waits for the saga to wait on the payment and sets the clock to the
+// hold's deadline, which it returns.
+func (e *Env) lateAuthorizationAtTheDeadline() (seats []string, in saga.Input, arn string, deadline time.Time) {
+	e.T.Helper()
+	seats = e.Seed("ev1", 1)
+	in = Input("alice", "k1", "ev1", stripesim.PaymentMethodAuthorizeLate, seats[0])
+	arn = e.Reserve(in)
+	e.WaitingForPayment(in.ReservationID)
+	deadline = e.Reservation(in.ReservationID).HoldExpiresAt
+	e.Clock.Set(deadline)
+	return seats, in, arn, deadline
+}
 
 // A late authorization that lands while the reconcile loop waits before its last attempt:
 // the last attempt reacquires the seat and the execution captures it and ends Confirmed. The
@@ -20,12 +35,7 @@ func TestLateAuthorizationOnTheLastReconcileAttempt(t *testing.T) {
 	// later (the last). The authorization lands about 20 s after the deadline.
 	e := New(t, Options{ReconcileAttempts: 3, ReconcileBackoff: 10 * time.Second,
 		Payments: stack.PaymentsConfig{LateAuthorizationDelay: Hold + 20*time.Second}})
-	seats := e.Seed("ev1", 1)
-	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodAuthorizeLate, seats[0])
-	arn := e.Reserve(in)
-	e.WaitingForPayment(in.ReservationID)
-	deadline := e.Reservation(in.ReservationID).HoldExpiresAt
-	e.Clock.Set(deadline)
+	seats, in, arn, deadline := e.lateAuthorizationAtTheDeadline()
 	e.WaitFor("the lapsed hold to be released", deadline.Add(9*time.Second), func() bool {
 		return e.Reservation(in.ReservationID).Inventory == reservation.Released
 	})

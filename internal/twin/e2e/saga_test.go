@@ -396,13 +396,7 @@ func TestStepCrashesAfterWriting(t *testing.T) {
 	// One event per change, no duplicates: the retries found the work done.
 	types := e.OutboxTypes(in.ReservationID)
 	for _, once := range []outbox.Type{outbox.SeatsHeld, outbox.PaymentPending, outbox.PaymentAuthorized, outbox.ReservationConfirmed, outbox.PaymentCaptured} {
-		n := 0
-		for _, ty := range types {
-			if ty == once {
-				n++
-			}
-		}
-		if n != 1 {
+		if n := countTypes(types, once); n != 1 {
 			t.Fatalf("%s written %d times: %v", once, n, types)
 		}
 	}
@@ -412,16 +406,23 @@ func TestStepCrashesAfterWriting(t *testing.T) {
 	e.Invariants()
 }
 
-// Stale deliveries change nothing: after the sale settled, the saga's steps are invoked
-// again with the execution's old input and the old task token is answered again.
-func TestStaleDeliveriesChangeNothing(t *testing.T) {
-	e := New(t, Options{})
-	seats := e.Seed("ev1", 2)
-	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
+// soldToAlice starts a stack, seeds ev1 with n seats, sells the first to alice with a card that
+// succeeds, and returns the settled reservation.
+func soldToAlice(t *testing.T, n int) (e *Env, seats []string, in saga.Input, sold reservation.Reservation) {
+	t.Helper()
+	e = New(t, Options{})
+	seats = e.Seed("ev1", n)
+	in = Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
 	if x := e.Finish(e.Reserve(in)); x.Status != "SUCCEEDED" {
 		t.Fatalf("%s %s", x.Status, x.Error)
 	}
-	before := e.Reservation(in.ReservationID)
+	return e, seats, in, e.Reservation(in.ReservationID)
+}
+
+// Stale deliveries change nothing: after the sale settled, the saga's steps are invoked
+// again with the execution's old input and the old task token is answered again.
+func TestStaleDeliveriesChangeNothing(t *testing.T) {
+	e, _, in, before := soldToAlice(t, 2)
 	events := len(e.Outbox(in.ReservationID))
 	ledger, _ := e.Ledger(in.ReservationID)
 
