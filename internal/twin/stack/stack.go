@@ -28,6 +28,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/twin/apigateway"
 	"github.com/seatsaga/seatsaga/internal/twin/awsgate"
+	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
 	"github.com/seatsaga/seatsaga/internal/twin/cognito"
 	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
@@ -82,6 +83,9 @@ type Stack struct {
 	Bus *relay.MemoryBus
 	// Metrics receives every handler's counts.
 	Metrics *metrics.Memory
+	// CloudWatch keeps the metric data points the functions and the twin's services publish,
+	// stamped on Clock; the deployment's alarms are evaluated over it.
+	CloudWatch *cloudwatch.Store
 	// Gate enforces each function's grants on its AWS calls; its Denials list what it refused.
 	Gate *awsgate.Gate
 	// Notifications records what the example consumer sent customers.
@@ -130,6 +134,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		cfg: cfg, log: cfg.Logger, ctx: runCtx, cancel: cancel,
 		Clock:         cfg.Clock,
 		Metrics:       metrics.NewMemory(),
+		CloudWatch:    cloudwatch.NewStore(),
 		Names:         tables.Names{Prefix: cfg.TablePrefix},
 		WebhookSecret: "whsec_local_" + randomHex(12),
 		Auth:          &apigateway.DevAuthorizer{Secret: []byte(randomHex(32)), Now: cfg.Clock.Now},
