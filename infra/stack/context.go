@@ -130,7 +130,7 @@ func PropsFromContext(get func(key string) any) (Props, error) {
 		if !ok {
 			errs = append(errs, fmt.Sprintf("%s: want an object (or its JSON text) of threshold names to numbers", CtxAlarmThresholds))
 		} else {
-			fields := p.Thresholds.byName()
+			fields := p.Thresholds.ByName()
 			for _, k := range sortedKeys(m) {
 				dst, known := fields[k]
 				if !known {
@@ -166,29 +166,5 @@ func toFloat(v any) (float64, error) {
 		return f, nil
 	default:
 		return 0, fmt.Errorf("want a number, got %v", v)
-	}
-}
-
-// byName exposes each threshold by its field name for context overrides.
-func (t *Thresholds) byName() map[string]*float64 {
-	return map[string]*float64{
-		"ConditionalCheckFailed":            &t.ConditionalCheckFailed,
-		"TransactionConflict":               &t.TransactionConflict,
-		"Throttled":                         &t.Throttled,
-		"CompensationOutcome":               &t.CompensationOutcome,
-		"ExecutionsFailed":                  &t.ExecutionsFailed,
-		"ExecutionsTimedOut":                &t.ExecutionsTimedOut,
-		"ExecutionTimeP99Seconds":           &t.ExecutionTimeP99Seconds,
-		"StreamIteratorAgeSeconds":          &t.StreamIteratorAgeSeconds,
-		"DLQDepth":                          &t.DLQDepth,
-		"DLQOldestAgeSeconds":               &t.DLQOldestAgeSeconds,
-		"ExpiredHoldsUnreleased":            &t.ExpiredHoldsUnreleased,
-		"ExpiredHoldOldestAgeSeconds":       &t.ExpiredHoldOldestAgeSeconds,
-		"UnresolvedPayments":                &t.UnresolvedPayments,
-		"UnresolvedPaymentOldestAgeSeconds": &t.UnresolvedPaymentOldestAgeSeconds,
-		"ReconciliationBacklog":             &t.ReconciliationBacklog,
-		"AuthorizationsNearCaptureDeadline": &t.AuthorizationsNearCaptureDeadline,
-		"SettlementEscalated":               &t.SettlementEscalated,
-		"ProviderRefusals":                  &t.ProviderRefusals,
 	}
 }

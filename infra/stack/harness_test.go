@@ -133,6 +133,13 @@ func cdkJSONContext(path string) (map[string]any, error) {
 
 // byPath returns the logical id and resource whose construct path is the stack's name
 // followed by path, e.g. "Functions/Api/Resource".
+// id is the logical id of the resource at path.
+func (s *synth) id(t *testing.T, path string) string {
+	t.Helper()
+	id, _ := s.byPath(t, path)
+	return id
+}
+
 func (s *synth) byPath(t *testing.T, path string) (string, map[string]any) {
 	t.Helper()
 	want := *s.stack.StackName() + "/" + path

@@ -2,8 +2,15 @@ package stack
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/seatsaga/seatsaga/internal/alarms"
+	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
 // alarmsByName maps each alarm's short name (after "<stack>-") to its properties.
@@ -19,103 +26,167 @@ func (s *synth) alarmsByName(t *testing.T) map[string]map[string]any {
 	return out
 }
 
-func TestEveryAlarmExistsWithItsMetric(t *testing.T) {
+// The template's alarms are exactly internal/alarms' definitions, value for value, so what
+// the local stack evaluates is what CloudWatch evaluates.
+func TestTheTemplatesAlarmsAreTheDefinitions(t *testing.T) {
 	s := synthesized(t)
-	alarms := s.alarmsByName(t)
-	relayID, _ := s.byPath(t, "Functions/Relay/Resource")
-	sweeperID, _ := s.byPath(t, "Functions/Sweeper/Resource")
-	apiID, _ := s.byPath(t, "Functions/Api/Resource")
-	webhookID, _ := s.byPath(t, "Functions/Webhook/Resource")
-	consumerID, _ := s.byPath(t, "Functions/Consumer/Resource")
-	smID, _ := s.byPath(t, "Workflow/StateMachine/Resource")
-	relayDLQ, _ := s.byPath(t, "Events/RelayDLQ/Resource")
-	consumerDLQ, _ := s.byPath(t, "Events/ConsumerDLQ/Resource")
-	d := DefaultThresholds()
-
-	for _, tc := range []struct {
-		alarm, namespace, metric, statistic, dimension string
-		threshold                                      float64
-	}{
-		{"ConditionalCheckFailed", "Seatsaga", MetricConditionalCheckFailed, "Sum", "", d.ConditionalCheckFailed},
-		{"TransactionConflict", "Seatsaga", MetricTransactionConflict, "Sum", "", d.TransactionConflict},
-		{"Throttled", "Seatsaga", MetricThrottled, "Sum", "", d.Throttled},
-		{"CompensationOutcome", "Seatsaga", MetricCompensationOutcome, "Sum", "", d.CompensationOutcome},
-		{"ExpiredHoldsUnreleased", "Seatsaga", MetricExpiredHoldsUnreleased, "Maximum", "", d.ExpiredHoldsUnreleased},
-		{"ExpiredHoldOldestAgeSeconds", "Seatsaga", MetricExpiredHoldOldestAgeSeconds, "Maximum", "", d.ExpiredHoldOldestAgeSeconds},
-		{"UnresolvedPayments", "Seatsaga", MetricUnresolvedPayments, "Maximum", "", d.UnresolvedPayments},
-		{"UnresolvedPaymentOldestAgeSeconds", "Seatsaga", MetricUnresolvedPaymentOldestAgeSeconds, "Maximum", "", d.UnresolvedPaymentOldestAgeSeconds},
-		{"ReconciliationBacklog", "Seatsaga", MetricReconciliationBacklog, "Maximum", "", d.ReconciliationBacklog},
-		{"AuthorizationsNearCaptureDeadline", "Seatsaga", MetricAuthorizationsNearCaptureDeadline, "Maximum", "", d.AuthorizationsNearCaptureDeadline},
-		{"SettlementEscalated", "Seatsaga", MetricSettlementEscalated, "Sum", "", d.SettlementEscalated},
-		{"ProviderRefusals", "Seatsaga", MetricProviderRefusals, "Sum", "", d.ProviderRefusals},
-		{"ExecutionsFailed", "AWS/States", "ExecutionsFailed", "Sum", smID, d.ExecutionsFailed},
-		{"ExecutionsTimedOut", "AWS/States", "ExecutionsTimedOut", "Sum", smID, d.ExecutionsTimedOut},
-		{"ExecutionTimeP99", "AWS/States", "ExecutionTime", "p99", smID, d.ExecutionTimeP99Seconds * 1000},
-		{"RelayIteratorAge", "AWS/Lambda", "IteratorAge", "Maximum", relayID, d.StreamIteratorAgeSeconds * 1000},
-		{"RelayDLQDepth", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", relayDLQ, d.DLQDepth},
-		{"RelayDLQOldestAge", "AWS/SQS", "ApproximateAgeOfOldestMessage", "Maximum", relayDLQ, d.DLQOldestAgeSeconds},
-		{"ConsumerDLQDepth", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", consumerDLQ, d.DLQDepth},
-		{"ConsumerDLQOldestAge", "AWS/SQS", "ApproximateAgeOfOldestMessage", "Maximum", consumerDLQ, d.DLQOldestAgeSeconds},
-		{"SweeperNotRunning", "AWS/Lambda", "Invocations", "Sum", sweeperID, 1},
-		{"SweeperErrors", "AWS/Lambda", "Errors", "Sum", sweeperID, 1},
-		{"WebhookRejected", "Seatsaga", MetricWebhookRejected, "Sum", "", 1},
-		{"WebhookUnverifiable", "Seatsaga", MetricWebhookUnverifiable, "Sum", "", 1},
-		{"ApiErrors", "AWS/Lambda", "Errors", "Sum", apiID, 1},
-		{"ApiThrottles", "AWS/Lambda", "Throttles", "Sum", apiID, 1},
-		{"WebhookErrors", "AWS/Lambda", "Errors", "Sum", webhookID, 1},
-		{"WebhookThrottles", "AWS/Lambda", "Throttles", "Sum", webhookID, 1},
-		{"RelayErrors", "AWS/Lambda", "Errors", "Sum", relayID, 1},
-		{"RelayThrottles", "AWS/Lambda", "Throttles", "Sum", relayID, 1},
-		{"ConsumerErrors", "AWS/Lambda", "Errors", "Sum", consumerID, 1},
-		{"ConsumerThrottles", "AWS/Lambda", "Throttles", "Sum", consumerID, 1},
-		{"ExecutionsThrottled", "AWS/States", "ExecutionThrottled", "Sum", smID, 1},
-		{"Api5xx", "AWS/ApiGateway", "5XXError", "Sum", "", 10},
-		{"ApiLatencyP99", "AWS/ApiGateway", "Latency", "p99", "", 5000},
-	} {
-		t.Run(tc.alarm, func(t *testing.T) {
-			a, ok := alarms[tc.alarm]
-			if !ok {
-				t.Fatalf("alarm missing; have %v", keysOf(alarms))
+	rendered := s.alarmsByName(t)
+	subjects := map[alarms.Subject]string{
+		{Kind: alarms.StateMachine}:                    s.id(t, "Workflow/StateMachine/Resource"),
+		{Kind: alarms.Queue, Name: deploy.RelayDLQ}:    s.id(t, "Events/RelayDLQ/Resource"),
+		{Kind: alarms.Queue, Name: deploy.ConsumerDLQ}: s.id(t, "Events/ConsumerDLQ/Resource"),
+	}
+	for _, fn := range deploy.Names() {
+		subjects[alarms.Subject{Kind: alarms.Function, Name: fn}] = s.id(t, "Functions/"+pascal(fn)+"/Resource")
+	}
+	defs := alarms.Definitions(DefaultProps().monitoringSettings())
+	if len(rendered) != len(defs) {
+		t.Errorf("%d alarms in the template, %d defined", len(rendered), len(defs))
+	}
+	for _, d := range defs {
+		t.Run(d.Name, func(t *testing.T) {
+			if err := renderedAs(rendered[d.Name], d, subjects); err != nil {
+				t.Error(err)
 			}
-			if a["Namespace"] != tc.namespace || a["MetricName"] != tc.metric {
-				t.Errorf("metric %v/%v, want %s/%s", a["Namespace"], a["MetricName"], tc.namespace, tc.metric)
-			}
-			stat := a["Statistic"]
-			if stat == nil {
-				stat = a["ExtendedStatistic"]
-			}
-			if stat != tc.statistic {
-				t.Errorf("statistic %v, want %s", stat, tc.statistic)
-			}
-			if a["Threshold"] != tc.threshold {
-				t.Errorf("threshold %v, want %v", a["Threshold"], tc.threshold)
-			}
-			dims := asJSON(a["Dimensions"])
-			if tc.namespace == "AWS/ApiGateway" {
-				// API Gateway's series are named by the API.
-				if !strings.Contains(dims, "ApiName") {
-					t.Errorf("dimensions %s, want the API's name", dims)
-				}
-			} else if tc.dimension == "" && a["Dimensions"] != nil {
-				t.Errorf("custom metric alarm has dimensions %s; alarms read the dimensionless series", dims)
-			}
-			if tc.dimension != "" && !strings.Contains(dims, tc.dimension) {
-				t.Errorf("dimensions %s, want %s", dims, tc.dimension)
-			}
+			a := rendered[d.Name]
 			if len(a["AlarmActions"].([]any)) != 1 {
 				t.Errorf("alarm actions %s, want the alarm topic", asJSON(a["AlarmActions"]))
 			}
 			if ok, _ := a["OKActions"].([]any); len(ok) != 1 || asJSON(ok) != asJSON(a["AlarmActions"]) {
 				t.Errorf("OK actions %s, want the alarm topic too, so operators hear an alarm clear", asJSON(a["OKActions"]))
 			}
-			if d, _ := a["AlarmDescription"].(string); len(d) < 20 {
-				t.Errorf("alarm description %q does not say what it means", d)
+			if a["AlarmDescription"] != d.Description || len(d.Description) < 40 {
+				t.Errorf("alarm description %q does not say what it means and what to look at", a["AlarmDescription"])
 			}
 		})
 	}
 	if got := len(s.ofType("AWS::CloudWatch::Dashboard")); got != 1 {
 		t.Errorf("%d dashboards, want 1", got)
 	}
+}
+
+// The control: a definition that differs from the template in any value is caught.
+func TestARenderedAlarmThatDiffersFromItsDefinitionIsCaught(t *testing.T) {
+	s := synthesized(t)
+	rendered := s.alarmsByName(t)
+	subjects := map[alarms.Subject]string{{Kind: alarms.Function, Name: deploy.FnSweeper}: s.id(t, "Functions/Sweeper/Resource")}
+	var errors alarms.Alarm
+	for _, d := range alarms.Definitions(DefaultProps().monitoringSettings()) {
+		if d.Name == "SweeperErrors" {
+			errors = d
+		}
+	}
+	if err := renderedAs(rendered["SweeperErrors"], errors, subjects); err != nil {
+		t.Fatalf("the unchanged definition does not match: %v", err)
+	}
+	for name, change := range map[string]func(*alarms.Alarm){
+		"threshold":     func(a *alarms.Alarm) { a.Threshold++ },
+		"metric":        func(a *alarms.Alarm) { a.Metric.Name = "Invocations" },
+		"statistic":     func(a *alarms.Alarm) { a.Metric.Statistic = alarms.Maximum },
+		"period":        func(a *alarms.Alarm) { a.Metric.Period *= 2 },
+		"periods":       func(a *alarms.Alarm) { a.EvaluationPeriods++ },
+		"missing data":  func(a *alarms.Alarm) { a.TreatMissing = alarms.MissingBreaching },
+		"comparison":    func(a *alarms.Alarm) { a.Comparison = alarms.Below },
+		"subject":       func(a *alarms.Alarm) { a.Metric.Subject.Name = deploy.FnRelay },
+		"datapoints":    func(a *alarms.Alarm) { a.DatapointsToAlarm = 0 },
+		"dimensionless": func(a *alarms.Alarm) { a.Metric.Subject = alarms.Subject{} },
+	} {
+		d := errors
+		change(&d)
+		subjects[alarms.Subject{Kind: alarms.Function, Name: deploy.FnRelay}] = s.id(t, "Functions/Relay/Resource")
+		if renderedAs(rendered["SweeperErrors"], d, subjects) == nil {
+			t.Errorf("a definition with another %s passes as the rendered alarm", name)
+		}
+	}
+}
+
+// The alarms the fault matrix proves read the metrics the code emits: the producers'
+// constants, or the AWS metric of the right resource.
+func TestEveryMatrixAlarmWatchesWhatTheCodeEmits(t *testing.T) {
+	defs := map[string]alarms.Alarm{}
+	for _, d := range alarms.Definitions(DefaultProps().monitoringSettings()) {
+		defs[d.Name] = d
+	}
+	for name, want := range map[string]string{
+		"UnresolvedPayments":        "Seatsaga/" + MetricUnresolvedPayments,
+		"ReconciliationBacklog":     "Seatsaga/" + MetricReconciliationBacklog,
+		"WebhookRejected":           "Seatsaga/" + MetricWebhookRejected,
+		"Throttled":                 "Seatsaga/" + MetricThrottled,
+		"StepRetries":               "Seatsaga/" + alarms.MetricStepRetryableError,
+		"OldestRunningExecutionAge": "Seatsaga/" + alarms.MetricOldestRunningExecutionAgeSeconds,
+		"SweeperErrors":             "AWS/Lambda/Errors/sweeper",
+		"SweeperNotRunning":         "AWS/Lambda/Invocations/sweeper",
+		"ApiThrottles":              "AWS/Lambda/Throttles/api",
+		"ExecutionsFailed":          "AWS/States/ExecutionsFailed",
+		"ExecutionsTimedOut":        "AWS/States/ExecutionsTimedOut",
+		"RelayDLQDepth":             "AWS/SQS/ApproximateNumberOfMessagesVisible/" + deploy.RelayDLQ,
+		"ConsumerDLQDepth":          "AWS/SQS/ApproximateNumberOfMessagesVisible/" + deploy.ConsumerDLQ,
+	} {
+		d, ok := defs[name]
+		if !ok {
+			t.Errorf("no alarm %s", name)
+			continue
+		}
+		got := d.Metric.Namespace + "/" + d.Metric.Name
+		if d.Metric.Subject.Name != "" {
+			got += "/" + d.Metric.Subject.Name
+		}
+		if got != want {
+			t.Errorf("%s watches %s, want %s", name, got, want)
+		}
+	}
+}
+
+// renderedAs compares a template alarm's properties with its definition.
+func renderedAs(a map[string]any, d alarms.Alarm, subjects map[alarms.Subject]string) error {
+	if a == nil {
+		return fmt.Errorf("not in the template")
+	}
+	stat := a["Statistic"]
+	if stat == nil {
+		stat = a["ExtendedStatistic"]
+	}
+	cmp := "GreaterThanOrEqualToThreshold"
+	if d.Comparison == alarms.Below {
+		cmp = "LessThanThreshold"
+	}
+	var diffs []string
+	for what, pair := range map[string][2]any{
+		"namespace":          {a["Namespace"], d.Metric.Namespace},
+		"metric":             {a["MetricName"], d.Metric.Name},
+		"statistic":          {stat, d.Metric.Statistic},
+		"period":             {a["Period"], d.Metric.Period.Seconds()},
+		"threshold":          {a["Threshold"], d.Threshold},
+		"evaluation periods": {a["EvaluationPeriods"], float64(d.EvaluationPeriods)},
+		"datapoints":         {a["DatapointsToAlarm"], float64(d.DatapointsToAlarm)},
+		"comparison":         {a["ComparisonOperator"], cmp},
+		"missing data":       {a["TreatMissingData"], string(d.TreatMissing)},
+	} {
+		if pair[0] != pair[1] {
+			diffs = append(diffs, fmt.Sprintf("%s %v, defined %v", what, pair[0], pair[1]))
+		}
+	}
+	dims := asJSON(a["Dimensions"])
+	switch {
+	case d.Metric.Subject.Kind == alarms.NoSubject:
+		if a["Dimensions"] != nil {
+			diffs = append(diffs, "dimensions "+dims+" on a custom metric; alarms read the dimensionless series")
+		}
+	case d.Metric.Subject.Kind == alarms.RestAPI:
+		if !strings.Contains(dims, `"Name":"ApiName"`) {
+			diffs = append(diffs, "dimensions "+dims+", want the API's name")
+		}
+	default:
+		id, ok := subjects[d.Metric.Subject]
+		if !ok || !strings.Contains(dims, `"Name":"`+d.Metric.Subject.Dimension()+`"`) || !strings.Contains(dims, `"`+id+`"`) {
+			diffs = append(diffs, fmt.Sprintf("dimensions %s, want %s of %v", dims, d.Metric.Subject.Dimension(), d.Metric.Subject))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		return fmt.Errorf("%s", strings.Join(diffs, "; "))
+	}
+	return nil
 }
 
 func TestThresholdsComeFromProps(t *testing.T) {
@@ -195,5 +266,43 @@ func TestSilentSweeperGaugesBreach(t *testing.T) {
 	// The control: an alarm on a count that is absent when nothing happens stays quiet.
 	if got := alarms["WebhookRejected"]["TreatMissingData"]; got != "notBreaching" {
 		t.Errorf("WebhookRejected treats missing data as %v, want notBreaching", got)
+	}
+}
+
+// The runbook in infra/README.md has a line for every alarm the stack defines, and names no
+// alarm that does not exist.
+func TestTheRunbookHasALineForEveryAlarm(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(raw)
+	if i := strings.Index(section, "\n## Alarms"); i >= 0 {
+		section = section[i:]
+	}
+	if i := strings.Index(section[1:], "\n## "); i >= 0 {
+		section = section[:i+1]
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		for _, name := range regexp.MustCompile("`([A-Za-z0-9]+)`").FindAllStringSubmatch(cells[1], -1) {
+			documented[name[1]] = true
+		}
+	}
+	defined := map[string]bool{}
+	for _, d := range alarms.Definitions(DefaultProps().monitoringSettings()) {
+		defined[d.Name] = true
+		if !documented[d.Name] {
+			t.Errorf("%s has no runbook line in infra/README.md", d.Name)
+		}
+	}
+	for name := range documented {
+		if !defined[name] {
+			t.Errorf("the runbook documents %s, which is not an alarm", name)
+		}
 	}
 }

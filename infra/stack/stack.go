@@ -180,12 +180,8 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 		SweepEveryMinutes: p.SweepEveryMinutes, Sweeper: s.Functions.Get("sweeper"),
 	})
 	s.Monitoring = NewMonitoring(st, "Monitoring", MonitoringProps{
-		Thresholds: p.Thresholds, StateMachine: s.Workflow.StateMachine,
-		Relay: s.Functions.Get("relay"), Sweeper: s.Functions.Get("sweeper"),
-		DLQs:              map[string]awssqs.Queue{"Relay": s.Events.RelayDLQ, "Consumer": s.Events.ConsumerDLQ},
-		SweepEveryMinutes: p.SweepEveryMinutes,
-		Unrouted: []*Function{s.Functions.Get("api"), s.Functions.Get("webhook"), s.Functions.Get("sweeper"),
-			s.Functions.Get("relay"), s.Functions.Get("consumer")},
+		Settings: p.monitoringSettings(), StateMachine: s.Workflow.StateMachine, Functions: s.Functions,
+		DLQs:    map[string]awssqs.Queue{deploy.RelayDLQ: s.Events.RelayDLQ, deploy.ConsumerDLQ: s.Events.ConsumerDLQ},
 		RestApi: s.Api.RestApi,
 	})
 

@@ -160,6 +160,9 @@ type Thresholds struct {
 	// StepRetries: saga step attempts the state machine retries, per five minutes. Under
 	// a healthy provider and DynamoDB there are none; a few are the retries doing their job.
 	StepRetries float64
+	// WebhooksNotArriving: payment waits per five minutes that timed out although the
+	// provider had decided; one can be a delivery racing the deadline.
+	WebhooksNotArriving float64
 	// Api5xx: 5xx answers of the API per five minutes.
 	Api5xx float64
 	// ApiLatencyP99Seconds: the API's 99th-percentile latency.
@@ -190,6 +193,7 @@ func DefaultThresholds() Thresholds {
 		ProviderRefusals:                  1,
 		CompensationFailed:                1,
 		StepRetries:                       25,
+		WebhooksNotArriving:               3,
 		Api5xx:                            10,
 		ApiLatencyP99Seconds:              5,
 	}
@@ -299,6 +303,8 @@ func Definitions(s Settings) []Alarm {
 		sum(saga.MetricProviderRefusals), t.ProviderRefusals, 1, quiet)
 	add("WebhookRejected", "Stripe webhook deliveries whose signature did not verify: after a rotation, the webhook signing secret in Secrets Manager differs from the endpoint's in Stripe (check it first), or someone is forging events. Payment waits end only by timeout meanwhile.",
 		sum(webhook.MetricWebhookRejected), 1, 1, quiet)
+	add("WebhooksNotArriving", "Payment waits ended by the hold's timeout although Stripe had already decided the payment: its webhooks are not reaching the API (check the endpoint's delivery log in the Stripe dashboard and the webhook function first). Reconciliation still settles each payment, late.",
+		sum(MetricWebhookNeverArrived), t.WebhooksNotArriving, 1, quiet)
 	add("WebhookUnverifiable", "The webhook could not read its signing secret from Secrets Manager, so deliveries are answered 503 and Stripe redelivers them later: check the secret, its KMS key and the webhook role's access.",
 		sum(webhook.MetricWebhookUnverifiable), 1, 1, quiet)
 

@@ -6,4 +6,5 @@ const (
 	MetricStepRetryableError               = "StepRetryableError"
 	MetricOldestRunningExecutionAgeSeconds = "OldestRunningExecutionAgeSeconds"
 	MetricStepFunctionsThrottled           = "StepFunctionsThrottled"
+	MetricWebhookNeverArrived              = "WebhookNeverArrived"
 )
