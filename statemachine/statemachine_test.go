@@ -147,7 +147,8 @@ func TestSubstituteRefusesWhatItCannotResolve(t *testing.T) {
 
 func TestStateNames(t *testing.T) {
 	names := StateNames()
-	for _, want := range []string{"Claim seats", "Wait for payment authorization", "Confirmed", "Release expired hold", "Claim failed"} {
+	for _, want := range []string{"Claim seats", "Wait for payment authorization", "Confirmed", "Release expired hold", "Claim failed",
+		"Hold expired", "Reconciled: hold expired"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no state %q in %v", want, names)
 		}
@@ -173,5 +174,97 @@ func TestSubstitutePutsTheStepARNsPartitionInTheIntegrations(t *testing.T) {
 	}
 	if i, ok := IntegrationFor("LambdaInvokeWaitForTaskTokenArn"); !ok || i.ARN("aws-us-gov") != "arn:aws-us-gov:states:::lambda:invoke.waitForTaskToken" {
 		t.Errorf("IntegrationFor = %v, %v", i, ok)
+	}
+}
+
+// Every execution is bounded: the definition sets a top-level TimeoutSeconds and the local
+// engine reads it, so a stuck execution times out (TIMED_OUT) instead of running for a year.
+// internal/saga's TestExecutionTimeoutIsBeyondEveryLegitimatePath shows that no legitimate
+// path reaches it.
+func TestDefinitionBoundsEveryExecution(t *testing.T) {
+	def, err := Substitute(arns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top struct{ TimeoutSeconds int }
+	if err := json.Unmarshal(Definition(), &top); err != nil {
+		t.Fatal(err)
+	}
+	if top.TimeoutSeconds <= 0 || sm.TimeoutSeconds != top.TimeoutSeconds {
+		t.Fatalf("TimeoutSeconds %d, the engine reads %d", top.TimeoutSeconds, sm.TimeoutSeconds)
+	}
+}
+
+// Only the endings that need a person are Fail states; the business endings succeed (their
+// output names the outcome: internal/saga's TestBusinessEndingsOfTheDefinition).
+func TestOnlyIncidentsAreFailStates(t *testing.T) {
+	var def struct {
+		States map[string]struct{ Type, Error string }
+	}
+	if err := json.Unmarshal(Definition(), &def); err != nil {
+		t.Fatal(err)
+	}
+	fails := map[string]string{}
+	succeeds := 0
+	for name, st := range def.States {
+		switch st.Type {
+		case "Fail":
+			fails[name] = st.Error
+		case "Succeed":
+			succeeds++
+		}
+	}
+	if len(fails) != 2 || fails["Claim failed"] != "ClaimFailed" || fails["Needs reconciliation"] != "NeedsReconciliation" {
+		t.Fatalf("Fail states %v, want Claim failed and Needs reconciliation only", fails)
+	}
+	// Confirmed, and seven business outcomes, four of them also reached from reconciliation.
+	if succeeds != 12 {
+		t.Fatalf("%d Succeed states, want 12", succeeds)
+	}
+}
+
+// The happy path is five state entries and a lost race two, both ending in a Succeed state:
+// the business ending adds no state to the path, its output is selected from what the claim's
+// Catch wrote.
+func TestHappyPathAndLostRaceLengths(t *testing.T) {
+	var def struct {
+		StartAt string
+		States  map[string]struct {
+			Type, Next, OutputPath string
+			Catch                  []struct {
+				ErrorEquals []string
+				ResultPath  string
+				Next        string
+			}
+		}
+	}
+	if err := json.Unmarshal(Definition(), &def); err != nil {
+		t.Fatal(err)
+	}
+	var happy []string
+	for name := def.StartAt; name != ""; name = def.States[name].Next {
+		happy = append(happy, name)
+	}
+	if want := []string{"Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed"}; !slices.Equal(happy, want) {
+		t.Fatalf("happy path %q, want %q", happy, want)
+	}
+	if st := def.States["Confirmed"]; st.Type != "Succeed" || st.OutputPath != "" {
+		t.Errorf("Confirmed: %+v", st)
+	}
+	lost := []string{def.StartAt}
+	for _, c := range def.States[def.StartAt].Catch {
+		if slices.Equal(c.ErrorEquals, []string{"SeatUnavailable"}) {
+			lost = append(lost, c.Next)
+			if end := def.States[c.Next]; end.Type != "Succeed" || end.OutputPath != c.ResultPath || end.Next != "" {
+				t.Errorf("%s: %+v after a Catch into %s", c.Next, end, c.ResultPath)
+			}
+		}
+	}
+	if want := []string{"Claim seats", "Rejected: seats taken"}; !slices.Equal(lost, want) {
+		t.Fatalf("lost race %q, want %q", lost, want)
 	}
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/modroot"
+	"github.com/seatsaga/seatsaga/internal/obs"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stack"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
@@ -44,6 +46,29 @@ type templateFunction struct {
 	env      map[string]any
 	memoryMB int
 	timeout  time.Duration
+	// logging is the function's LoggingConfig.
+	logging map[string]any
+}
+
+// lambdaLoggingEnv returns the variables Lambda itself sets in a function's environment from
+// its LoggingConfig, which are not in the template's Environment: AWS_LAMBDA_LOG_FORMAT from
+// LogFormat and, for the JSON format only, AWS_LAMBDA_LOG_LEVEL from ApplicationLogLevel
+// (Lambda's default, INFO, when the config names none).
+func (f templateFunction) lambdaLoggingEnv() map[string]string {
+	env := map[string]string{}
+	format, _ := f.logging["LogFormat"].(string)
+	if format == "" {
+		return env
+	}
+	env["AWS_LAMBDA_LOG_FORMAT"] = format
+	if format == "JSON" {
+		level, _ := f.logging["ApplicationLogLevel"].(string)
+		if level == "" {
+			level = "INFO"
+		}
+		env["AWS_LAMBDA_LOG_LEVEL"] = level
+	}
+	return env
 }
 
 // synthesized is the template both tests read: building and synthesizing takes a minute.
@@ -150,13 +175,14 @@ func functionsOf(t *testing.T, resources map[string]map[string]any) []templateFu
 		props, _ := r["Properties"].(map[string]any)
 		envBlock, _ := props["Environment"].(map[string]any)
 		vars, _ := envBlock["Variables"].(map[string]any)
+		logging, _ := props["LoggingConfig"].(map[string]any)
 		memory, _ := props["MemorySize"].(float64)
 		timeout, _ := props["Timeout"].(float64)
 		asset, _ := md["aws:asset:path"].(string)
 		out = append(out, templateFunction{
 			name: strings.ToLower(parts[2][:1]) + parts[2][1:], logical: logical,
 			binary: filepath.Join(asset, "bootstrap"), env: vars,
-			memoryMB: int(memory), timeout: time.Duration(timeout) * time.Second,
+			memoryMB: int(memory), timeout: time.Duration(timeout) * time.Second, logging: logging,
 		})
 	}
 	slices.SortFunc(out, func(a, b templateFunction) int { return strings.Compare(a.name, b.name) })
@@ -241,13 +267,60 @@ func (r twinResolver) getAtt(name, attr string) (string, error) {
 	return "", fmt.Errorf("Fn::GetAtt %s.%s (%v) has no local counterpart", name, attr, res["Type"])
 }
 
-// logs collects every process's output, shown when the test fails.
+// logs collects every process's output, shown when the test fails, and keeps each
+// function's stdout lines apart for the checks of what it logged.
 type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	stdout map[string]*lineBuffer
 }
 
 func (l *logs) writer(name string) io.Writer { return &prefixed{logs: l, name: name} }
+
+// stdoutOf returns the buffer of the named function's stdout lines.
+func (l *logs) stdoutOf(name string) *lineBuffer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stdout == nil {
+		l.stdout = map[string]*lineBuffer{}
+	}
+	if l.stdout[name] == nil {
+		l.stdout[name] = &lineBuffer{}
+	}
+	return l.stdout[name]
+}
+
+// lineBuffer splits what a process writes into lines, however its writes fall: a line is
+// kept once its newline arrives, so a line cut off when the process is stopped is not.
+type lineBuffer struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   [][]byte
+}
+
+func (b *lineBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.partial = append(b.partial, p...)
+	for {
+		i := bytes.IndexByte(b.partial, '\n')
+		if i < 0 {
+			break
+		}
+		if line := bytes.TrimSpace(b.partial[:i]); len(line) > 0 {
+			b.lines = append(b.lines, bytes.Clone(line))
+		}
+		b.partial = b.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+// Lines returns the complete lines written so far.
+func (b *lineBuffer) Lines() [][]byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.lines)
+}
 
 // prefixed writes a function's output to the shared log, each line prefixed with its name.
 type prefixed struct {
@@ -294,6 +367,7 @@ func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEven
 	})
 	r := twinResolver{st: st, resources: resources}
 
+	var procs []*lambdahost.Process
 	for _, fn := range fns {
 		env := map[string]string{}
 		for k, v := range fn.env {
@@ -317,12 +391,18 @@ func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEven
 			}
 		}
 
+		// Lambda gives the binary its log format and level from the LoggingConfig; the
+		// lines checked below are written under them.
+		if got := fn.lambdaLoggingEnv(); got["AWS_LAMBDA_LOG_FORMAT"] != "JSON" || got["AWS_LAMBDA_LOG_LEVEL"] == "" {
+			t.Errorf("%s: the template's LoggingConfig %v gives the binary %v, want the JSON format and a level", fn.name, fn.logging, got)
+		}
 		p, err := startFunction(ctx, st, fn, env, out)
 		if err != nil {
 			t.Fatalf("%s does not reach the runtime loop with the template's environment: %v", fn.name, err)
 		}
 		t.Cleanup(func() { _ = p.Stop() })
 		st.Lambdas.RegisterProcess(fn.name, p, lambdahost.FunctionConfig{Timeout: fn.timeout})
+		procs = append(procs, p)
 	}
 
 	if _, err := st.SeedEvent(ctx, "boot", 2); err != nil {
@@ -332,6 +412,13 @@ func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEven
 	waitFor(ctx, t, st, paid, "CONFIRMED", "PAID")
 	declined := book(ctx, t, st, "boot", "S2", stripesim.PaymentMethodDeclined)
 	waitFor(ctx, t, st, declined, "RELEASED", "FAILED")
+	// The binaries the template deploys end both executions as the definition's contract
+	// says: the sale Confirmed, the decline a business ending that succeeds and names itself.
+	for id, want := range map[string]string{paid: saga.EndConfirmed, declined: saga.EndPaymentDeclined} {
+		if e := endingOf(ctx, t, st, id); e.Outcome != want || e.NeedsPerson {
+			t.Errorf("execution %s ended %+v, want %s", id, e, want)
+		}
+	}
 
 	// Reconcile is entered only when a payment's outcome is unknown: hand it the settled
 	// booking's execution input, as the state machine would, and it must find nothing to do.
@@ -352,8 +439,10 @@ func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEven
 	if len(st.Bus.Entries()) == 0 {
 		t.Error("the relay published nothing")
 	}
+	invocations := map[string]int64{}
 	for _, fn := range fns {
 		s := st.Lambdas.Stats(fn.name)
+		invocations[fn.name] = s.Invocations
 		if s.Invocations == 0 {
 			t.Errorf("%s served no event", fn.name)
 		}
@@ -367,6 +456,85 @@ func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEven
 	}
 	if v, err := st.Check(ctx); err != nil || !v.OK() {
 		t.Errorf("invariants: %v\n%s", err, v)
+	}
+
+	// Stopped, every process's output is drained, and what it logged is checked whole.
+	for _, p := range procs {
+		_ = p.Stop()
+	}
+	checkLogs(t, fns, invocations, out)
+}
+
+// sagaSteps are the functions whose every invocation acts on one reservation.
+var sagaSteps = stack.SagaFunctions
+
+// checkLogs holds every line each function wrote to stdout during the events to the format
+// operators query by (obs.CheckInvocationLine: EMF metric lines aside, JSON with the level, a
+// UTC timestamp, the message, the service, cold_start, the request id and the X-Ray trace id),
+// and each process's invocations to their own ids: one trace id per request id, none shared by
+// two invocations (the host sends each invocation a header of its own, so a repeat is a stale
+// value), the cold start on the first invocation only, and a saga step's every line naming its
+// reservation. invocations counts each function's invocations, as the host served them.
+func checkLogs(t *testing.T, fns []templateFunction, invocations map[string]int64, out *logs) {
+	t.Helper()
+	warm := false
+	for _, fn := range fns {
+		var order []string // request ids, in the order of their first line
+		trace, cold := map[string]string{}, map[string]bool{}
+		for _, line := range out.stdoutOf(fn.name).Lines() {
+			if err := obs.CheckInvocationLine(line); err != nil {
+				t.Errorf("%s wrote a line operators cannot query by: %v\n%s", fn.name, err, line)
+				continue
+			}
+			if obs.IsMetricLine(line) {
+				continue
+			}
+			var m struct {
+				Service       string `json:"service"`
+				ColdStart     bool   `json:"cold_start"`
+				RequestID     string `json:"requestId"`
+				TraceID       string `json:"xray_trace_id"`
+				ReservationID string `json:"reservationId"`
+			}
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Service != fn.name {
+				t.Errorf("%s logs as service %q\n%s", fn.name, m.Service, line)
+			}
+			if slices.Contains(sagaSteps, fn.name) && m.ReservationID == "" {
+				t.Errorf("%s logged a line without the reservation it acts on\n%s", fn.name, line)
+			}
+			first, seen := trace[m.RequestID]
+			switch {
+			case !seen:
+				order = append(order, m.RequestID)
+				trace[m.RequestID], cold[m.RequestID] = m.TraceID, m.ColdStart
+			case first != m.TraceID:
+				t.Errorf("%s: invocation %s logs trace ids %s and %s", fn.name, m.RequestID, first, m.TraceID)
+			case cold[m.RequestID] != m.ColdStart:
+				t.Errorf("%s: invocation %s is and is not the cold start\n%s", fn.name, m.RequestID, line)
+			}
+		}
+		byTrace := map[string]string{}
+		for i, req := range order {
+			if other, dup := byTrace[trace[req]]; dup {
+				t.Errorf("%s: invocations %s and %s log the same trace id %s", fn.name, other, req, trace[req])
+			}
+			byTrace[trace[req]] = req
+			if cold[req] && i > 0 {
+				t.Errorf("%s: invocation %s, not the process's first, logs cold_start true", fn.name, req)
+			}
+			warm = warm || !cold[req]
+		}
+		// When every invocation logged, the first one logged is the process's first.
+		if len(order) > 0 && int64(len(order)) == invocations[fn.name] && !cold[order[0]] {
+			t.Errorf("%s: the first of its %d invocations, %s, logs cold_start false", fn.name, len(order), order[0])
+		}
+		t.Logf("%s: %d of %d invocations logged", fn.name, len(order), invocations[fn.name])
+	}
+	if !warm {
+		t.Error("no process logged an invocation after its first: cold_start false went unchecked")
 	}
 }
 
@@ -419,10 +587,13 @@ func startFunction(ctx context.Context, st *stack.Stack, fn templateFunction, en
 	env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env["AWS_SESSION_TOKEN"] = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
 	env["AWS_ENDPOINT_URL"] = st.Endpoints.AWS
 	env[config.EnvStripeAPIBase] = st.Endpoints.Payments
+	// What Lambda derives from the function's LoggingConfig; the host sends each invocation's
+	// trace header (Lambda-Runtime-Trace-Id) itself.
+	maps.Copy(env, fn.lambdaLoggingEnv())
 	return lambdahost.StartProcess(ctx, lambdahost.ProcessOptions{
 		Name: fn.name, Path: fn.binary, Env: env, Timeout: fn.timeout, MemoryMB: fn.memoryMB,
 		Region: stack.Region, AccountID: stack.AccountID,
-		Stdout: out.writer(fn.name), Stderr: out.writer(fn.name),
+		Stdout: io.MultiWriter(out.writer(fn.name), out.stdoutOf(fn.name)), Stderr: out.writer(fn.name),
 	})
 }
 
@@ -462,6 +633,26 @@ func book(ctx context.Context, t *testing.T, st *stack.Stack, eventID, seat, met
 		t.Fatal(err)
 	}
 	return created.ReservationID
+}
+
+// endingOf waits for the reservation's execution to end and returns how it ended, as every
+// reader of executions classifies it.
+func endingOf(ctx context.Context, t *testing.T, st *stack.Stack, id string) saga.Ending {
+	t.Helper()
+	for {
+		d, err := st.SFN.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(st.ExecutionARN(id))})
+		if err != nil {
+			t.Fatalf("describe %s: %v", id, err)
+		}
+		if e := saga.EndingOf(string(d.Status), aws.ToString(d.Output), aws.ToString(d.Error)); e.Finished {
+			return e
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the execution of %s never ended", id)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // waitFor polls the API until the reservation is in the given states.

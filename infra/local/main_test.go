@@ -1,11 +1,16 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/sale/report"
+	"github.com/seatsaga/seatsaga/internal/twin/stack"
+	"github.com/seatsaga/seatsaga/statemachine"
 )
 
 func TestParseMix(t *testing.T) {
@@ -108,5 +113,43 @@ func TestPricingFlags(t *testing.T) {
 	}
 	if _, err := parseSaleFlags("demo", []string{"-price", "-1"}); err == nil {
 		t.Fatal("negative price accepted")
+	}
+}
+
+// The summary and the report count executions by the outcome saga.EndingOf reads from each
+// execution, and call "need a person" exactly the executions that failed: a lost race is a
+// business outcome of a succeeded execution, the incident the one failure.
+func TestSummaryCountsOutcomesAndWhatNeedsAPerson(t *testing.T) {
+	trace := func(name, status, output, errName string, states ...string) stack.ExecutionTrace {
+		return stack.ExecutionTrace{Name: name, Status: status, States: states, Transitions: len(states),
+			Entered: make([]time.Time, len(states)), Exited: make([]time.Time, len(states)), Ending: saga.EndingOf(status, output, errName)}
+	}
+	res := &stack.SaleResult{Run: &load.Run{}, Traces: []stack.ExecutionTrace{
+		trace("sold", "SUCCEEDED", `{"reservationId":"sold"}`, "", "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed"),
+		trace("lost", "SUCCEEDED", `{"Error":"SeatUnavailable","Cause":"seat S1 is taken"}`, "", "Claim seats", "Rejected: seats taken"),
+		trace("lost2", "SUCCEEDED", `{"Error":"SeatUnavailable","Cause":"seat S2 is taken"}`, "", "Claim seats", "Rejected: seats taken"),
+		trace("stuck", "FAILED", "", saga.EndClaimFailed, "Claim seats", "Claim failed"),
+	}}
+	fig := res.Figures()
+	var out strings.Builder
+	printSummary(&out, "demo", defaultsFor("demo"), res, fig)
+	for _, want := range []string{"SeatUnavailable 2, ClaimFailed 1, Confirmed 1", "1 executions (1 failed, timed out or aborted"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	g, err := report.GraphFromASL(statemachine.Definition())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := buildReport("demo", "make demo", defaultsFor("demo"), res, fig, g)
+	var bars []report.Count
+	for _, b := range r.Bars {
+		if b.Title == "Executions by outcome" {
+			bars = b.Bars
+		}
+	}
+	if want := []report.Count{{Label: "SeatUnavailable", N: 2}, {Label: "ClaimFailed", N: 1}, {Label: "Confirmed", N: 1}}; !slices.Equal(bars, want) {
+		t.Errorf("bars by outcome %v, want %v", bars, want)
 	}
 }

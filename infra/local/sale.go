@@ -16,10 +16,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
 	"github.com/seatsaga/seatsaga/internal/sale/load"
 	"github.com/seatsaga/seatsaga/internal/sale/report"
+	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
 	"github.com/seatsaga/seatsaga/internal/twin/stack"
 )
 
@@ -143,30 +143,17 @@ func parseMix(s string) (load.Mix, error) {
 	return mix, nil
 }
 
-// stackConfig compresses every duration the sale depends on by the clock's scale: the hold, 3-D
-// Secure and late authorization delays, the sweeper's grace and interval.
+// stackConfig compresses every duration the sale depends on by the clock's scale
+// (stack.Compressed) and sets what the flags choose.
 func stackConfig(f saleFlags, logger *slog.Logger) stack.Config {
-	return stack.Config{
-		Clock:             clock.NewScaled(clock.Real{}, f.scale),
-		Hold:              f.hold,
-		LateSuccessPolicy: f.policy,
-		SweepGrace:        2 * time.Minute,
-		SweepInterval:     time.Minute,
-		ReconcileBackoff:  30 * time.Second,
-		// A lost provider response costs one client timeout of wall time.
-		PaymentsTimeout:  3 * time.Second,
-		WebhookTolerance: time.Duration(f.scale) * 5 * time.Minute,
-		Payments: stack.PaymentsConfig{
-			ThreeDSDelay:           2 * time.Minute,
-			LateAuthorizationDelay: f.hold + f.hold/5,
-			WebhookDuplicateRate:   f.dupRate,
-			WebhookReorder:         f.reorder,
-			WebhookReorderWindow:   time.Duration(f.scale) * time.Second,
-			Seed:                   f.seed,
-		},
-		Pricing: f.pricing,
-		Logger:  logger,
-	}
+	cfg := stack.Compressed(f.scale, f.hold)
+	cfg.LateSuccessPolicy = f.policy
+	cfg.Payments.WebhookDuplicateRate = f.dupRate
+	cfg.Payments.WebhookReorder = f.reorder
+	cfg.Payments.Seed = f.seed
+	cfg.Pricing = f.pricing
+	cfg.Logger = logger
+	return cfg
 }
 
 func faultPlan(f saleFlags) stack.FaultPlan {
@@ -235,7 +222,7 @@ func runSale(ctx context.Context, mode string, args []string) error {
 		EventID: mode + "-sale", Seats: f.seats, Buyers: f.buyers, SeatsPerBuyer: f.perBuyer, Mix: mix,
 		Seed: f.seed, Faults: plan, Concurrency: f.concurrency, PollInterval: f.poll,
 		BuyerTimeout: f.buyerTimeout, SettleTimeout: f.settle, SampleInterval: f.sample, ClockScale: f.scale,
-		Progress: bar.buyer, Settling: bar.settling,
+		Progress: bar.buyer, Settling: bar.settling, AwaitAlarms: true,
 	})
 	bar.done()
 	if err != nil {
@@ -375,13 +362,16 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 		row(label, "%-10s %s", b, countsLine(fig.ByBehaviour[b]))
 	}
 	row("terminal states", "%s", countsLine(fig.TerminalStates))
+	row("execution outcomes", "%s", countsLine(fig.ExecutionOutcomes))
+	row("need a person", "%d executions (%d failed, timed out or aborted; business outcomes succeed)",
+		fig.ExecutionsNeedingPerson, fig.ExecutionsFailed)
 	row("payments by state", "%s; %d refunded", countsLine(fig.Payments), fig.Refunds)
 	row("time to hold", "p50 %s  p95 %s  p99 %s  (n=%d) buyer's view: POST sent → first HELD read",
 		ms(fig.HoldP50), ms(fig.HoldP95), ms(fig.HoldP99), len(res.Summary.HoldMs))
 	row("", "p50 %s  p95 %s  p99 %s  saga's view: StartExecution → claim done", ms(fig.EngineHoldP50), ms(fig.EngineHoldP95), ms(fig.EngineHoldP99))
 	row("time to confirm", "p50 %s  p95 %s  p99 %s  (n=%d) buyer's view: POST sent → first CONFIRMED read",
 		ms(fig.ConfirmP50), ms(fig.ConfirmP95), ms(fig.ConfirmP99), len(res.Summary.ConfirmMs))
-	row("", "p50 %s  p95 %s  p99 %s  saga's view: StartExecution → Succeed state", ms(fig.EngineConfirmP50), ms(fig.EngineConfirmP95), ms(fig.EngineConfirmP99))
+	row("", "p50 %s  p95 %s  p99 %s  saga's view: StartExecution → Confirmed", ms(fig.EngineConfirmP50), ms(fig.EngineConfirmP95), ms(fig.EngineConfirmP99))
 	row("POST latency", "p50 %s  p95 %s  p99 %s from arrival; the request itself p50 %s  p95 %s  p99 %s",
 		ms(fig.PostP50), ms(fig.PostP95), ms(fig.PostP99), ms(fig.PostServiceP50), ms(fig.PostServiceP95), ms(fig.PostServiceP99))
 	row("state transitions", "%d total; %.1f per booking, %.1f per execution, %.1f on the happy path",
@@ -392,6 +382,29 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 	row("settled", "%v after %.1fs", fig.Settled, fig.SettleSeconds)
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", res.Verdict)
+	printAlarms(w, res)
+}
+
+// printAlarms lists every alarm state change of the sale (the deployment's alarms, evaluated
+// on the stack's clock), with when it happened and CloudWatch's reason.
+func printAlarms(w io.Writer, res *stack.SaleResult) {
+	fired := res.FiredAlarms()
+	if len(fired) == 0 {
+		fmt.Fprintf(w, "\nalarms: none fired\n")
+	} else {
+		fmt.Fprintf(w, "\nalarms: %d fired: %s\n", len(fired), strings.Join(fired, ", "))
+	}
+	for _, tr := range res.Alarms {
+		if tr.To != cloudwatch.StateAlarm && tr.From != cloudwatch.StateAlarm {
+			continue
+		}
+		fmt.Fprintf(w, "  +%-8s %-34s %s → %s  %s\n", stackOffset(res, tr.Time), tr.Alarm, tr.From, tr.To, tr.Reason)
+	}
+}
+
+// stackOffset is how long into the sale t is, on the stack's clock.
+func stackOffset(res *stack.SaleResult, t time.Time) string {
+	return t.Sub(res.Start).Round(time.Second).String()
 }
 
 func ms(v float64) string {
@@ -436,7 +449,8 @@ func countsLine64(m map[string]int64) string {
 	return countsLine(c)
 }
 
-// inspectSamples prints the inspection of one reservation per terminal state.
+// inspectSamples prints the inspection of one reservation per terminal state, headed by the
+// state and the outcome it reports.
 func inspectSamples(ctx context.Context, w io.Writer, st *stack.Stack, res *stack.SaleResult, n int) {
 	seen := map[string]bool{}
 	in := st.Inspector()
@@ -453,7 +467,7 @@ func inspectSamples(ctx context.Context, w io.Writer, st *stack.Stack, res *stac
 		}
 		seen[last] = true
 		n--
-		fmt.Fprintf(w, "\n──── %s ────\n", last)
+		fmt.Fprintf(w, "\n──── %s (%s) ────\n", last, t.Ending.Outcome)
 		if err := in.Inspect(ctx, w, t.Name); err != nil {
 			fmt.Fprintf(w, "inspect: %v\n", err)
 		}
@@ -476,6 +490,15 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 		timeline[i] = report.Sample{At: s.At.Seconds(), Counts: s.Counts}
 	}
 	verdict := report.Verdict{Pass: res.Verdict.OK()}
+	scale := f.scale
+	if scale <= 0 {
+		scale = 1
+	}
+	var marks []report.AlarmMark
+	for _, tr := range res.Alarms {
+		marks = append(marks, report.AlarmMark{At: tr.Time.Sub(res.Start).Seconds() / scale, StackTime: "+" + stackOffset(res, tr.Time),
+			Alarm: tr.Alarm, From: string(tr.From), To: string(tr.To), Reason: tr.Reason})
+	}
 	for _, line := range strings.Split(res.Verdict.String(), "\n") {
 		verdict.Lines = append(verdict.Lines, strings.TrimSpace(line))
 	}
@@ -484,6 +507,7 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 		{Label: "buyers", Value: fmt.Sprintf("%d; POSTs answered in %.1fs (%.0f/s); settled in %.1fs", fig.Buyers, fig.AdmissionSeconds, fig.AdmissionsPerSecond, fig.DurationSeconds)},
 		{Label: "rejected at admission", Value: strconv.Itoa(fig.AdmissionRejected)},
 		{Label: "rejected in the saga", Value: strconv.Itoa(fig.SagaRejected)},
+		{Label: "executions that need a person", Value: fmt.Sprintf("%d (%d failed, timed out or aborted)", fig.ExecutionsNeedingPerson, fig.ExecutionsFailed)},
 		{Label: "losers turned away before StartExecution", Value: fmt.Sprintf("%.1f%%", 100*fig.LosersTurnedAwayEarly)},
 		{Label: "time to hold p50/p95/p99", Value: fmt.Sprintf("%s / %s / %s", ms(fig.HoldP50), ms(fig.HoldP95), ms(fig.HoldP99))},
 		{Label: "time to confirm p50/p95/p99", Value: fmt.Sprintf("%s / %s / %s", ms(fig.ConfirmP50), ms(fig.ConfirmP95), ms(fig.ConfirmP99))},
@@ -497,6 +521,7 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 	bars := []report.BarChart{
 		{Title: "Buyer outcomes", Bars: toBars(fig.Outcomes)},
 		{Title: "Executions by terminal state", Bars: toBars(fig.TerminalStates)},
+		{Title: "Executions by outcome", Bars: toBars(fig.ExecutionOutcomes)},
 		{Title: "Payments by provider status", Bars: toBars(fig.Payments)},
 	}
 	engineHold, engineConfirm := res.EngineLatencies()
@@ -508,6 +533,7 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 		Verdict:    verdict,
 		SeatStates: states,
 		Timeline:   timeline,
+		Alarms:     marks,
 		Histograms: []report.Histogram{
 			report.NewHistogram("Time to hold (POST sent → first HELD)", res.Summary.HoldMs),
 			report.NewHistogram("Time to confirm (POST sent → first CONFIRMED)", res.Summary.ConfirmMs),

@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"time"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -11,17 +13,15 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
-// EventsSettings bound how the relay reads the outbox stream.
+// EventsSettings bound how the relay reads the outbox stream and how the consumer's events are
+// retried. They are the deployment spec's delivery settings (internal/deploy), which the twin
+// plays with the same values; context overrides some of them (context.go) for one stage.
 type EventsSettings struct {
-	// RelayBatchSize is the most stream records per relay invocation.
-	RelayBatchSize int
-	// RelayRetryAttempts bounds retries of a failing batch (after bisection) before it goes
-	// to the DLQ.
-	RelayRetryAttempts int
-	// RelayMaxRecordAgeHours drops to the DLQ records older than this.
-	RelayMaxRecordAgeHours int
+	deploy.Delivery
 }
 
 // EventsProps configures the event plumbing.
@@ -52,8 +52,9 @@ func NewEvents(scope constructs.Construct, id string, p EventsProps) *Events {
 	e.Bus = awsevents.NewEventBus(c, jsii.String("Bus"), &awsevents.EventBusProps{
 		Description: jsii.String("seatsaga reservation events published from the outbox"),
 	})
-	e.RelayDLQ = deadLetterQueue(c, "RelayDLQ", p.Production)
-	e.ConsumerDLQ = deadLetterQueue(c, "ConsumerDLQ", p.Production)
+	d := p.Settings.Delivery
+	e.RelayDLQ = deadLetterQueue(c, deploy.RelayDLQ, d.DLQRetention, p.Production)
+	e.ConsumerDLQ = deadLetterQueue(c, deploy.ConsumerDLQ, d.DLQRetention, p.Production)
 
 	relay := p.Relay.Function
 	// One batch per shard at a time keeps each reservation's events in stream order; a
@@ -62,13 +63,15 @@ func NewEvents(scope constructs.Construct, id string, p EventsProps) *Events {
 	// payload) instead of blocking the shard.
 	relay.AddEventSource(awslambdaeventsources.NewDynamoEventSource(p.Outbox, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
-		BatchSize:               jsii.Number(float64(p.Settings.RelayBatchSize)),
-		BisectBatchOnError:      jsii.Bool(true),
-		RetryAttempts:           jsii.Number(float64(p.Settings.RelayRetryAttempts)),
-		MaxRecordAge:            awscdk.Duration_Hours(jsii.Number(float64(p.Settings.RelayMaxRecordAgeHours))),
-		ReportBatchItemFailures: jsii.Bool(true),
-		ParallelizationFactor:   jsii.Number(1),
-		OnFailure:               awslambdaeventsources.NewSqsDlq(e.RelayDLQ),
+		BatchSize:               jsii.Number(float64(d.RelayBatchSize)),
+		BisectBatchOnError:      jsii.Bool(d.RelayBisectBatchOnError),
+		RetryAttempts:           jsii.Number(float64(d.RelayRetryAttempts)),
+		MaxRecordAge:            seconds(d.RelayMaxRecordAge),
+		ReportBatchItemFailures: jsii.Bool(d.RelayReportBatchItemFailures),
+		// The twin reads each shard with one reader, so a factor above 1 would deploy an
+		// ordering the twin never tested: it stays out of the shared settings.
+		ParallelizationFactor: jsii.Number(1),
+		OnFailure:             awslambdaeventsources.NewSqsDlq(e.RelayDLQ),
 	}))
 
 	consumer := p.Consumer.Function
@@ -76,8 +79,8 @@ func NewEvents(scope constructs.Construct, id string, p EventsProps) *Events {
 	// events EventBridge could not deliver.
 	awslambda.NewEventInvokeConfig(c, jsii.String("ConsumerInvokeConfig"), &awslambda.EventInvokeConfigProps{
 		Function:      consumer,
-		RetryAttempts: jsii.Number(2),
-		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
+		RetryAttempts: jsii.Number(float64(d.ConsumerRetryAttempts)),
+		MaxEventAge:   seconds(d.ConsumerMaxEventAge),
 		OnFailure:     awslambdadestinations.NewSqsDestination(e.ConsumerDLQ),
 	})
 	e.ConsumerRule = awsevents.NewRule(c, jsii.String("ConsumerRule"), &awsevents.RuleProps{
@@ -86,16 +89,21 @@ func NewEvents(scope constructs.Construct, id string, p EventsProps) *Events {
 		EventPattern: &awsevents.EventPattern{Source: jsii.Strings(EventSource)},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(consumer, &awseventstargets.LambdaFunctionProps{
 			DeadLetterQueue: e.ConsumerDLQ,
-			RetryAttempts:   jsii.Number(8),
-			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(6)),
+			RetryAttempts:   jsii.Number(float64(d.ConsumerRuleRetryAttempts)),
+			MaxEventAge:     seconds(d.ConsumerRuleMaxEventAge),
 		})},
 	})
 	return e
 }
 
-// deadLetterQueue is an encrypted, TLS-only queue that keeps messages for the SQS maximum of
-// 14 days, so an operator has two weeks to look before anything is lost.
-func deadLetterQueue(scope constructs.Construct, id string, production bool) awssqs.Queue {
+// seconds renders a delivery duration, which the spec keeps in whole seconds as AWS does.
+func seconds(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}
+
+// deadLetterQueue is an encrypted, TLS-only queue that keeps messages for retention (the spec's
+// 14 days, the SQS maximum), so an operator has two weeks to look before anything is lost.
+func deadLetterQueue(scope constructs.Construct, id string, retention time.Duration, production bool) awssqs.Queue {
 	removal := awscdk.RemovalPolicy_DESTROY
 	if production {
 		removal = awscdk.RemovalPolicy_RETAIN
@@ -103,7 +111,7 @@ func deadLetterQueue(scope constructs.Construct, id string, production bool) aws
 	return awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		RetentionPeriod: seconds(retention),
 		RemovalPolicy:   removal,
 	})
 }

@@ -1,8 +1,11 @@
 package stack
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
 func TestRelayReadsTheOutboxStreamWithBoundedRetriesAndADLQ(t *testing.T) {
@@ -24,7 +27,7 @@ func TestRelayReadsTheOutboxStreamWithBoundedRetriesAndADLQ(t *testing.T) {
 			{"function", p["FunctionName"], `{"Ref":"` + relayID + `"}`},
 			{"source", p["EventSourceArn"], `{"Fn::GetAtt":["` + outboxID + `","StreamArn"]}`},
 			{"bisect", p["BisectBatchOnFunctionError"], `true`},
-			{"retries", p["MaximumRetryAttempts"], `5`},
+			{"retries", p["MaximumRetryAttempts"], fmt.Sprint(deploy.DefaultDelivery().RelayRetryAttempts)},
 			{"item failures", p["FunctionResponseTypes"], `["ReportBatchItemFailures"]`},
 			{"on failure", p["DestinationConfig"], `{"OnFailure":{"Destination":{"Fn::GetAtt":["` + dlqID + `","Arn"]}}}`},
 			{"order", p["ParallelizationFactor"], `1`},
@@ -52,6 +55,72 @@ func TestRelayReadsTheOutboxStreamWithBoundedRetriesAndADLQ(t *testing.T) {
 	}
 	if !puts {
 		t.Error("relay may not put events on the bus")
+	}
+}
+
+// The template carries the spec's delivery settings (internal/deploy), the values the twin plays
+// its event source mapping and asynchronous queue with, and none of its own.
+func TestDeliverySettingsAreTheSpecs(t *testing.T) {
+	s := synthesized(t)
+	d := deploy.DefaultDelivery()
+	secs := func(v interface{ Seconds() float64 }) string { return fmt.Sprint(v.Seconds()) }
+	var esm map[string]any
+	for _, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		esm = props(m)
+	}
+	_, invokeConfig := s.byPath(t, "Events/ConsumerInvokeConfig/Resource")
+	_, rule := s.byPath(t, "Events/ConsumerRule/Resource")
+	targets, _ := props(rule)["Targets"].([]any)
+	if len(targets) != 1 {
+		t.Fatalf("consumer rule targets %s, want one", asJSON(props(rule)["Targets"]))
+	}
+	target, _ := targets[0].(map[string]any)
+	for _, c := range []struct {
+		what string
+		got  any
+		want string
+	}{
+		{"relay batch size", esm["BatchSize"], fmt.Sprint(d.RelayBatchSize)},
+		{"relay retries", esm["MaximumRetryAttempts"], fmt.Sprint(d.RelayRetryAttempts)},
+		{"relay record age", esm["MaximumRecordAgeInSeconds"], secs(d.RelayMaxRecordAge)},
+		{"relay bisection", esm["BisectBatchOnFunctionError"], fmt.Sprint(d.RelayBisectBatchOnError)},
+		{"consumer async retries", props(invokeConfig)["MaximumRetryAttempts"], fmt.Sprint(d.ConsumerRetryAttempts)},
+		{"consumer async event age", props(invokeConfig)["MaximumEventAgeInSeconds"], secs(d.ConsumerMaxEventAge)},
+		{"consumer rule retries", asJSON(target["RetryPolicy"]), fmt.Sprintf(`{"MaximumEventAgeInSeconds":%s,"MaximumRetryAttempts":%d}`,
+			secs(d.ConsumerRuleMaxEventAge), d.ConsumerRuleRetryAttempts)},
+	} {
+		if got := fmt.Sprint(c.got); got != c.want {
+			t.Errorf("%s = %s, want %s", c.what, got, c.want)
+		}
+	}
+	for id, q := range s.ofType("AWS::SQS::Queue") {
+		if got := fmt.Sprint(props(q)["MessageRetentionPeriod"]); got != secs(d.DLQRetention) {
+			t.Errorf("queue %s keeps messages %s s, want the spec's %s", id, got, secs(d.DLQRetention))
+		}
+	}
+}
+
+// Context overrides the relay's batch size and retries for one stage; the rest of the delivery
+// stays the spec's.
+func TestContextOverridesTheRelaysDelivery(t *testing.T) {
+	p, err := PropsFromContext(func(k string) any {
+		return map[string]any{CtxRelayBatchSize: "50", CtxRelayRetryAttempts: "3"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := synthesize(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		esm := props(m)
+		if esm["BatchSize"] != float64(50) || esm["MaximumRetryAttempts"] != float64(3) {
+			t.Errorf("mapping %s, want batch size 50 and 3 retries from context", asJSON(esm))
+		}
+		if esm["MaximumRecordAgeInSeconds"] != deploy.DefaultDelivery().RelayMaxRecordAge.Seconds() {
+			t.Errorf("mapping record age %v, want the spec's", esm["MaximumRecordAgeInSeconds"])
+		}
 	}
 }
 

@@ -64,9 +64,10 @@ type Functions struct {
 }
 
 // NewFunctions declares every function from its spec: provided.al2023 on arm64 from its
-// bootstrap, the spec's handler, memory, timeout and reserved concurrency, X-Ray tracing and
-// a log group with retention. Environments and role statements name resources declared after
-// the functions (the state machine, the event bus), so Render adds them once those exist.
+// bootstrap, the spec's handler, memory, timeout and reserved concurrency, X-Ray tracing, JSON
+// logs at INFO (Lambda's own at WARN) and a log group with retention. Environments and role
+// statements name resources declared after the functions (the state machine, the event bus),
+// so Render adds them once those exist.
 func NewFunctions(scope constructs.Construct, id string, p FunctionsProps) *Functions {
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	specs := p.Specs
@@ -113,7 +114,16 @@ func NewFunctions(scope constructs.Construct, id string, p FunctionsProps) *Func
 			ReservedConcurrentExecutions: reserved,
 			Tracing:                      awslambda.Tracing_ACTIVE,
 			LogGroup:                     logs,
-			Role:                         fnRole,
+			// JSON logs at INFO. Lambda hands both to the binary (AWS_LAMBDA_LOG_FORMAT,
+			// AWS_LAMBDA_LOG_LEVEL), internal/obs logs at that level and Lambda drops lines
+			// below it by their level field, so the level is the function's configuration,
+			// changed without rebuilding a binary. Lambda's own lines are kept to warnings and
+			// errors: its START, END and REPORT lines are INFO, and the durations they carry
+			// are in its Duration metric.
+			LoggingFormat:         awslambda.LoggingFormat_JSON,
+			ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+			SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+			Role:                  fnRole,
 		})
 		// The log group must exist before the function first runs, or Lambda would create an
 		// unmanaged one without retention; the dependency is stated, not left to the Ref.

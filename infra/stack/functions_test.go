@@ -73,7 +73,7 @@ func (s *synth) functionRoleID(t *testing.T, name string) string {
 	return id
 }
 
-func TestEveryFunctionIsDeclaredOnArm64ProvidedAL2023WithItsOwnRoleAndLogs(t *testing.T) {
+func TestEveryFunctionIsDeclaredOnArm64ProvidedAL2023WithItsOwnRoleAndJSONLogs(t *testing.T) {
 	s := synthesized(t)
 	if got := len(s.ofType("AWS::Lambda::Function")); got != len(build.Functions) {
 		t.Errorf("%d functions, want %d", got, len(build.Functions))
@@ -101,9 +101,13 @@ func TestEveryFunctionIsDeclaredOnArm64ProvidedAL2023WithItsOwnRoleAndLogs(t *te
 			}
 			roles[roleID] = name
 
+			// JSON lines at INFO, from which Lambda sets the binary's AWS_LAMBDA_LOG_FORMAT and
+			// AWS_LAMBDA_LOG_LEVEL (the boot test starts each binary so), and Lambda's own
+			// lines at WARN, into the function's own log group.
 			logsID, logs := s.byPath(t, "Functions/"+pascal(name)+"Logs/Resource")
-			if asJSON(p["LoggingConfig"]) != `{"LogGroup":{"Ref":"`+logsID+`"}}` {
-				t.Errorf("logging %s, want its log group %s", asJSON(p["LoggingConfig"]), logsID)
+			wantLogging := `{"ApplicationLogLevel":"INFO","LogFormat":"JSON","LogGroup":{"Ref":"` + logsID + `"},"SystemLogLevel":"WARN"}`
+			if got := asJSON(p["LoggingConfig"]); got != wantLogging {
+				t.Errorf("logging %s, want %s", got, wantLogging)
 			}
 			// Created before the function, so that Lambda never creates one without retention.
 			if !slices.Contains(stringsOf(r["DependsOn"]), logsID) {

@@ -215,15 +215,5 @@ func alarmRefsOf(alarms []awscloudwatch.IAlarm) *[]interfacesawscloudwatch.IAlar
 
 // monitoringSettings are the alarm set's inputs in this deployment.
 func (p Props) monitoringSettings() alarms.Settings {
-	return alarms.Settings{
-		Thresholds: p.Thresholds,
-		SweepEvery: time.Duration(p.SweepEveryMinutes) * time.Minute,
-		Unrouted:   UnroutedFunctions,
-		DLQs:       []string{deploy.ConsumerDLQ, deploy.RelayDLQ},
-		API:        true,
-	}
+	return alarms.Deployed(p.Thresholds, time.Duration(p.SweepEveryMinutes)*time.Minute)
 }
-
-// UnroutedFunctions are the functions whose errors and throttles are incidents: not the saga's
-// steps, whose business errors the state machine routes.
-var UnroutedFunctions = []string{deploy.FnAPI, deploy.FnWebhook, deploy.FnSweeper, deploy.FnRelay, deploy.FnConsumer}

@@ -64,7 +64,7 @@ func DefaultProps() Props {
 		SweepEveryMinutes: 1,
 		SweepGraceSeconds: 120,
 		Api:               ApiSettings{RateLimit: 500, BurstLimit: 1000, MaxSeatsPerReservation: 10},
-		Events:            EventsSettings{RelayBatchSize: 100, RelayRetryAttempts: 5, RelayMaxRecordAgeHours: 24},
+		Events:            EventsSettings{Delivery: deploy.DefaultDelivery()},
 		Thresholds:        DefaultThresholds(),
 	}
 }
@@ -112,12 +112,9 @@ func (p Props) Validate() error {
 	case p.Api.MaxSeatsPerReservation <= 0 || p.Api.MaxSeatsPerReservation > 99:
 		// One transaction holds every seat plus the reservation and its outbox record.
 		return fmt.Errorf("max seats per reservation %d: want 1..99", p.Api.MaxSeatsPerReservation)
-	case p.Events.RelayBatchSize <= 0 || p.Events.RelayBatchSize > 10000:
-		return fmt.Errorf("relay batch size %d: want 1..10000", p.Events.RelayBatchSize)
-	case p.Events.RelayRetryAttempts < 0 || p.Events.RelayRetryAttempts > 10000:
-		return fmt.Errorf("relay retry attempts %d: want 0..10000", p.Events.RelayRetryAttempts)
-	case p.Events.RelayMaxRecordAgeHours <= 0 || p.Events.RelayMaxRecordAgeHours > 168:
-		return fmt.Errorf("relay max record age %d hours: want 1..168", p.Events.RelayMaxRecordAgeHours)
+	}
+	if err := p.Events.Validate(); err != nil {
+		return err
 	}
 	if _, err := retention(p.LogRetentionDays); err != nil {
 		return err

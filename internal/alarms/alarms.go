@@ -16,6 +16,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/inventory"
+	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
 	"github.com/seatsaga/seatsaga/internal/webhook"
@@ -155,6 +156,9 @@ type Thresholds struct {
 	SettlementEscalated float64
 	// ProviderRefusals: the provider refusing the system's own requests, per five minutes.
 	ProviderRefusals float64
+	// ProviderUnavailable: provider calls per five minutes that got no usable answer; a few
+	// are the lost responses any network has.
+	ProviderUnavailable float64
 	// CompensationFailed: compensations (void, refund, release) that failed, per five minutes.
 	CompensationFailed float64
 	// StepRetries: saga step attempts the state machine retries, per five minutes. Under
@@ -192,6 +196,7 @@ func DefaultThresholds() Thresholds {
 		SettlementEscalated:               1,
 		ProviderRefusals:                  1,
 		CompensationFailed:                1,
+		ProviderUnavailable:               10,
 		StepRetries:                       25,
 		WebhooksNotArriving:               3,
 		Api5xx:                            10,
@@ -226,14 +231,31 @@ type Settings struct {
 	Thresholds Thresholds
 	// SweepEvery is the sweeper's period; its gauges are judged over three periods.
 	SweepEvery time.Duration
+	// Functions are every function of the deployment: a throttle of any is an incident (the
+	// account's or the function's concurrency is exhausted), the saga's steps included,
+	// whose throttles the state machine only retries.
+	Functions []string
 	// Unrouted are the functions whose errors nothing routes (not the saga's steps, whose
-	// business errors the state machine catches): any error or throttle of theirs is an
-	// incident.
+	// business errors the state machine catches): any error of theirs is an incident.
 	Unrouted []string
 	// DLQs are the dead-letter queues by deploy name (deploy.RelayDLQ, deploy.ConsumerDLQ).
 	DLQs []string
 	// API reports whether the deployment has the REST API.
 	API bool
+}
+
+// UnroutedFunctions are the functions whose every error or throttle is an incident: not the
+// saga's steps, whose business errors the state machine routes.
+var UnroutedFunctions = []string{deploy.FnAPI, deploy.FnWebhook, deploy.FnSweeper, deploy.FnRelay, deploy.FnConsumer}
+
+// DeadLetterQueues are the deployment's dead-letter queues by deploy name.
+var DeadLetterQueues = []string{deploy.ConsumerDLQ, deploy.RelayDLQ}
+
+// Deployed are the settings of the whole deployment (the stack and the local stack alike):
+// every unrouted function, both dead-letter queues and the API.
+func Deployed(t Thresholds, sweepEvery time.Duration) Settings {
+	return Settings{Thresholds: t, SweepEvery: sweepEvery, Functions: deploy.Names(), Unrouted: UnroutedFunctions,
+		DLQs: DeadLetterQueues, API: true}
 }
 
 // Period is the period of every alarm but the sweeper's heartbeat.
@@ -301,6 +323,8 @@ func Definitions(s Settings) []Alarm {
 		sum(saga.MetricSettlementEscalated), t.SettlementEscalated, 1, quiet)
 	add("ProviderRefusals", "The payment provider refuses the system's own requests (authentication, permission, invalid request): check the Stripe secret and its rotation first; buyers are not declined, their holds wait.",
 		sum(saga.MetricProviderRefusals), t.ProviderRefusals, 1, quiet)
+	add("ProviderUnavailable", "The payment provider is not answering (timeouts, dropped connections, 5xx, rate limiting past the client's retries): holds may expire unpaid and payments wait for reconciliation. Check Stripe's status page and the functions' network path first; the saga and the sweeper settle what was in flight once it answers.",
+		sum(payment.MetricProviderUnavailable), t.ProviderUnavailable, 1, quiet)
 	add("WebhookRejected", "Stripe webhook deliveries whose signature did not verify: after a rotation, the webhook signing secret in Secrets Manager differs from the endpoint's in Stripe (check it first), or someone is forging events. Payment waits end only by timeout meanwhile.",
 		sum(webhook.MetricWebhookRejected), 1, 1, quiet)
 	add("WebhooksNotArriving", "Payment waits ended by the hold's timeout although Stripe had already decided the payment: its webhooks are not reaching the API (check the endpoint's delivery log in the Stripe dashboard and the webhook function first). Reconciliation still settles each payment, late.",
@@ -318,12 +342,18 @@ func Definitions(s Settings) []Alarm {
 		of(Lambda, "Errors", fn(deploy.FnSweeper), Sum), 1, 1, quiet)
 	for _, f := range s.Unrouted {
 		if f == deploy.FnSweeper {
-			// SweeperErrors watches its errors; its one reserved slot throttles overlapping
-			// ticks by design.
+			// SweeperErrors watches its errors.
 			continue
 		}
 		add(Pascal(f)+"Errors", fmt.Sprintf("The %s function failed invocations (an uncaught error, a timeout or a crash): read its log group for the error first.", f),
 			of(Lambda, "Errors", fn(f), Sum), 1, 1, quiet)
+	}
+	for _, f := range s.Functions {
+		if f == deploy.FnSweeper {
+			// Its one reserved slot throttles overlapping ticks by design; the next tick does
+			// the same work.
+			continue
+		}
 		add(Pascal(f)+"Throttles", fmt.Sprintf("Lambda throttled the %s function: the account's concurrency (or the function's reserved concurrency) is exhausted; raise the quota or the reservation.", f),
 			of(Lambda, "Throttles", fn(f), Sum), 1, 1, quiet)
 	}

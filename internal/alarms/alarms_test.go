@@ -3,13 +3,10 @@ package alarms
 import (
 	"testing"
 	"time"
-
-	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
 func deployed() Settings {
-	return Settings{SweepEvery: time.Minute, API: true, DLQs: []string{deploy.ConsumerDLQ, deploy.RelayDLQ},
-		Unrouted: []string{deploy.FnAPI, deploy.FnWebhook, deploy.FnSweeper, deploy.FnRelay, deploy.FnConsumer}}
+	return Deployed(Thresholds{}, time.Minute)
 }
 
 func TestEveryAlarmIsNamedOnceAndComplete(t *testing.T) {

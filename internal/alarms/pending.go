@@ -1,10 +1,16 @@
 package alarms
 
-// Metric names whose producers are being added; each moves to its producer's constant.
+import (
+	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/sweeper"
+)
+
+// Metric names the new alarms read, from their producers.
 const (
-	MetricCompensationFailed               = "CompensationFailed"
-	MetricStepRetryableError               = "StepRetryableError"
-	MetricOldestRunningExecutionAgeSeconds = "OldestRunningExecutionAgeSeconds"
-	MetricStepFunctionsThrottled           = "StepFunctionsThrottled"
-	MetricWebhookNeverArrived              = "WebhookNeverArrived"
+	MetricCompensationFailed               = saga.MetricCompensationFailed
+	MetricStepRetryableError               = saga.MetricStepRetryableError
+	MetricOldestRunningExecutionAgeSeconds = sweeper.MetricOldestRunningExecutionAgeSeconds
+	MetricWebhookNeverArrived              = saga.MetricWebhookNeverArrived
+	// Producers being added.
+	MetricStepFunctionsThrottled = "StepFunctionsThrottled"
 )

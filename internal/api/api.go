@@ -328,7 +328,8 @@ func executionARN(stateMachineARN, reservationID string) string {
 
 // execution is what the handler learns from DescribeExecution.
 type execution struct {
-	status sfntypes.ExecutionStatus
+	// ending is how it ended (saga.EndingOf); ending.Finished is false while it runs.
+	ending saga.Ending
 	input  saga.Input
 }
 
@@ -344,7 +345,7 @@ func (h *Handler) describe(ctx context.Context, reservationID string) (*executio
 	if err != nil {
 		return nil, fmt.Errorf("describe execution %s: %w", reservationID, err)
 	}
-	ex := &execution{status: out.Status}
+	ex := &execution{ending: saga.EndingOf(string(out.Status), aws.ToString(out.Output), aws.ToString(out.Error))}
 	if err := json.Unmarshal([]byte(aws.ToString(out.Input)), &ex.input); err != nil {
 		return nil, fmt.Errorf("execution %s has unreadable input: %w", reservationID, err)
 	}

@@ -412,6 +412,14 @@ func TestGet(t *testing.T) {
 			r.sfn.PutExecution(executionARN(testMachine, id), string(in), status)
 		}
 	}
+	// ended is an execution that ended without a claim: a lost race succeeds with its verdict,
+	// a claim that failed fails.
+	ended := func(status sfntypes.ExecutionStatus, output, errorName string) func(*rig) {
+		return func(r *rig) {
+			running("alice", sfntypes.ExecutionStatusRunning)(r)
+			r.sfn.End(executionARN(testMachine, id), status, output, errorName)
+		}
+	}
 	cases := []struct {
 		name       string
 		sub, id    string
@@ -444,7 +452,9 @@ func TestGet(t *testing.T) {
 		{"malformed id", "alice", "r_UPPER", nil, 404, "", ""},
 		{"no authenticated customer", "", id, nil, 401, "", ""},
 		{"before the claim: pending", "alice", id, running("alice", sfntypes.ExecutionStatusRunning), 200, StatusPending, ""},
-		{"execution ended without a claim: rejected", "alice", id, running("alice", sfntypes.ExecutionStatusSucceeded), 200, StatusRejected, ""},
+		{"lost the race: rejected", "alice", id, ended(sfntypes.ExecutionStatusSucceeded, `{"Error":"SeatUnavailable","Cause":"seat A1 is taken"}`, ""), 200, StatusRejected, ""},
+		{"invalid request: rejected", "alice", id, ended(sfntypes.ExecutionStatusSucceeded, `{"Error":"InvalidRequest","Cause":"no seats"}`, ""), 200, StatusRejected, ""},
+		{"the claim failed: rejected, nothing was held", "alice", id, ended(sfntypes.ExecutionStatusFailed, "", saga.EndClaimFailed), 200, StatusRejected, ""},
 		{"someone else's pending execution", "bob", id, running("alice", sfntypes.ExecutionStatusRunning), 404, "", ""},
 		{"nothing at all", "alice", id, nil, 404, "", ""},
 		{"store down", "alice", id, func(r *rig) { r.res.Fail[sagatest.OpGet] = errBoom }, 500, "", ""},
@@ -576,10 +586,10 @@ func TestCancel(t *testing.T) {
 				}
 			}
 		}, 202, "", MoneyWillBeVoided, 1, true},
-		{"the reservation keeps changing: 503, nothing recorded", "alice", func(r *rig) {
+		{"the reservation keeps changing: 409 to retry, nothing recorded", "alice", func(r *rig) {
 			with(nil)(r)
 			r.res.beforeCancel = func(res *reservation.Reservation) { res.Version++ }
-		}, 503, "unavailable", "", 0, false},
+		}, 409, "reservation_busy", "", 0, false},
 		{"the store refuses the write: 500, no signal", "alice", func(r *rig) {
 			with(nil)(r)
 			r.res.Fail[sagatest.OpCancel] = errBoom

@@ -83,7 +83,7 @@ func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 		return events.APIGatewayProxyResponse{}, e
 	}
 	if ex != nil {
-		if ex.status == sfntypes.ExecutionStatusRunning {
+		if !ex.ending.Finished {
 			return events.APIGatewayProxyResponse{}, notReady()
 		}
 		// The execution ended. Its claim may have written the reservation since the lookup:
@@ -129,7 +129,7 @@ func (h *Handler) recordCancel(ctx context.Context, r reservation.Reservation) (
 			return r, false, nil
 		case attempt > cancelAttempts:
 			h.d.Logger.WarnContext(ctx, "api: the reservation kept changing under the cancel", "reservationId", r.ID, "attempts", cancelAttempts)
-			return r, false, errUnavailable
+			return r, false, errBusy
 		}
 		got, err := h.d.Reservations.Cancel(ctx, r.ID, reservation.GuardOf(r))
 		if err == nil {

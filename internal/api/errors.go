@@ -43,6 +43,11 @@ var errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: "unauthorize
 // errInternal hides the cause from the client; the handler logs it.
 var errInternal = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "the request could not be completed; retry with the same Idempotency-Key"}
 
+// errBusy answers a request that kept losing write races to other writers of the same
+// reservation: the conflict is with the reservation's state, so a 4xx, not a 5xx that would
+// count as the system failing.
+var errBusy = &Error{Status: http.StatusConflict, Code: "reservation_busy", Message: "the reservation kept changing under this request; retry it", RetryAfter: 1}
+
 var errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the service is busy; retry with the same Idempotency-Key", RetryAfter: 1}
 
 func errorResponse(e *Error) events.APIGatewayProxyResponse {

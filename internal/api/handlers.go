@@ -264,7 +264,9 @@ func (h *Handler) lookup(ctx context.Context, req events.APIGatewayProxyRequest)
 }
 
 // status is the view of a reservation whose execution exists: the stored reservation when the
-// Claim step wrote it, else PENDING while the execution runs and REJECTED once it ended.
+// Claim step wrote it, else PENDING while the execution runs and REJECTED once it ended (the
+// seats were taken or the request invalid, business endings; or the claim failed, which a
+// person looks at: for the buyer, nothing was held either way).
 func (h *Handler) status(ctx context.Context, id string, ex *execution) (ReservationStatus, *Error) {
 	r, found, e := h.read(ctx, id)
 	if e != nil {
@@ -275,7 +277,7 @@ func (h *Handler) status(ctx context.Context, id string, ex *execution) (Reserva
 	}
 	v := ReservationStatus{ReservationID: id, Status: StatusPending, EventID: ex.input.EventID,
 		SeatIDs: ex.input.SeatIDs, Amount: ex.input.Amount, Currency: ex.input.Currency, StatusURL: StatusURL(id)}
-	if ex.status != sfntypes.ExecutionStatusRunning {
+	if ex.ending.Finished {
 		v.Status = StatusRejected
 	}
 	return v, nil

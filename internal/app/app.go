@@ -36,6 +36,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/secrets"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
+	"github.com/seatsaga/seatsaga/internal/sweeper/sfnadapter"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/webhook"
 )
@@ -79,6 +80,7 @@ type StepFunctions interface {
 	api.StepFunctions
 	webhook.StepFunctions
 	sweeper.Executions
+	sfnadapter.ListExecutionsAPI
 }
 
 var (
@@ -158,6 +160,10 @@ func build(d Deps, fns ...string) (*App, error) {
 	b := &builder{d: d, app: &App{handlers: make(map[string]any, len(fns))}}
 	for _, fn := range fns {
 		h, err := b.handler(fn)
+		if err == nil {
+			// Every handler begins its invocations here, once, for its logs (logging.go).
+			h, err = withInvocation(fn, h)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("app: %s: %w", fn, err)
 		}
@@ -232,11 +238,18 @@ func (b *builder) handler(fn string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The age of the oldest running execution is read through the Step Functions
+		// adapter; without a client the sweeper is handed the plain nil it refuses.
+		var running sweeper.RunningExecutions
+		if d.SFN != nil {
+			running = sfnadapter.New(d.SFN)
+		}
 		h, err := sweeper.New(sweeper.Deps{
 			Backlog:         inv,
 			Expirer:         inv,
 			Reconciler:      steps,
 			SFN:             d.SFN,
+			Running:         running,
 			StateMachineARN: cfg.StateMachineARN,
 			Grace:           cfg.SweepGrace,
 			Now:             d.Now, Logger: d.Logger, Metrics: d.Metrics,

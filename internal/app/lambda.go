@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"os"
 	"slices"
@@ -31,7 +33,7 @@ import (
 func Lambda(ctx context.Context, function string) any {
 	h, err := FromEnv(ctx, function)
 	if err != nil {
-		obs.FromEnv().Error("cold start failed", "function", function, "error", err.Error())
+		obs.FromEnv(obs.WithService(function)).Error("cold start failed", "function", function, "error", err.Error())
 		os.Exit(1)
 	}
 	return h
@@ -49,8 +51,21 @@ func FromEnv(ctx context.Context, function string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	slog.SetDefault(a.deps.Logger)
+	setDefaultLogger(a.deps.Logger)
 	return a.handlers[function], nil
+}
+
+// setDefaultLogger makes logger slog's default, for code that logs through slog.Default(),
+// and leaves the standard log package writing plain text to stderr, as the Go runtime would.
+// slog.SetDefault would send the log package's lines through logger to stdout, where every
+// line is one of an invocation's JSON lines. The writer of those in a function is
+// aws-lambda-go, which logs a failed invocation's error document after the handler returned,
+// with no context, so such a line could carry none of the invocation's ids; the handlers log
+// their own failures with them, and Lambda returns the error document to the caller.
+func setDefaultLogger(logger *slog.Logger) {
+	slog.SetDefault(logger)
+	log.SetOutput(os.Stderr)
+	log.SetFlags(log.LstdFlags)
 }
 
 // Runtime is what a function runs with besides its environment variables. On AWS it is the
@@ -115,7 +130,9 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 	}
 	logger := rt.Logger
 	if logger == nil {
-		logger = obs.NewLogger(os.Stdout, obs.LevelFromEnv(rt.Lookup))
+		// Each invocation's lines name the function themselves (withInvocation); this names
+		// it on the lines of the cold start too.
+		logger = obs.NewLogger(os.Stdout, obs.LevelFromEnv(rt.Lookup), obs.WithService(function))
 	}
 	now := rt.Now
 	if now == nil {
@@ -123,12 +140,12 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 	}
 	d := Deps{Config: cfg, Now: now, Logger: logger, Metrics: rt.Metrics,
 		WebhookTolerance: rt.WebhookTolerance, ReconcileAttempts: rt.ReconcileAttempts, ReconcileBackoff: rt.ReconcileBackoff}
+	if d.Metrics == nil {
+		d.Metrics = Metrics(cfg, function, os.Stdout)
+	}
 	switch function {
 	case FnRelay:
 		d.Bus = eventbridge.NewFromConfig(rt.AWS)
-		if d.Metrics == nil {
-			d.Metrics = serviceMetrics(cfg, function)
-		}
 		return d, nil
 	case FnConsumer:
 		d.DynamoDB = dynamoDB(rt)
@@ -137,16 +154,10 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 			// It logs the notifications it would send.
 			d.Sender = consumer.LogSender{Log: d.Logger}
 		}
-		if d.Metrics == nil {
-			d.Metrics = serviceMetrics(cfg, function)
-		}
 		return d, nil
 	}
 	// The rest reserve and pay.
 	d.DynamoDB, d.SFN = dynamoDB(rt), sfn.NewFromConfig(rt.AWS)
-	if d.Metrics == nil {
-		d.Metrics = emf.New(os.Stdout, cfg.MetricsNamespace)
-	}
 	if function == FnClaim {
 		// Claim only holds seats: its role reads no Stripe secret, so it gets none.
 		d.Payments = payment.Unavailable{Why: "the claim function has no payment access"}
@@ -162,7 +173,9 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 	if timeout <= 0 {
 		timeout = stripeadapter.DefaultHTTPTimeout
 	}
-	d.Payments = stripeProvider(cfg, keys, timeout, d.Logger)
+	// Counted here, where every function's provider is made, so an outage is seen whichever
+	// function meets it.
+	d.Payments = payment.Metered(stripeProvider(cfg, keys, timeout, d.Logger), d.Metrics)
 	if function == FnWebhook {
 		if d.WebhookSecret, err = webhookSecret(ctx, cfg, rt, cacheOpts); err != nil {
 			return Deps{}, err
@@ -171,10 +184,14 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 	return d, nil
 }
 
-// serviceMetrics is EMF on stdout with the Service dimension the outbox side's dashboards
-// select on.
-func serviceMetrics(cfg config.Config, service string) metrics.Recorder {
-	return emf.New(os.Stdout, cfg.MetricsNamespace, emf.WithDimensions(metrics.Dim{Name: "Service", Value: service}))
+// Metrics is the embedded-metric-format recorder a function writes to w (stdout on Lambda,
+// which CloudWatch Logs reads): in the configured namespace, and with the Service dimension
+// the outbox side's dashboards select on for the relay and the consumer.
+func Metrics(cfg config.Config, function string, w io.Writer, opts ...emf.Option) metrics.Recorder {
+	if function == FnRelay || function == FnConsumer {
+		opts = append(opts, emf.WithDimensions(metrics.Dim{Name: "Service", Value: function}))
+	}
+	return emf.New(w, cfg.MetricsNamespace, opts...)
 }
 
 // dynamoDB returns the AWS config's DynamoDB client. A loopback endpoint is DynamoDB Local

@@ -295,8 +295,10 @@ func Functions() []Function {
 		},
 		{
 			// The sweeper releases orphaned holds and settles stuck payments with the saga's own
-			// steps, and looks at executions. One at a time: a reserved concurrency of 1 keeps
-			// a slow sweep from overlapping the next and a burst from starving it.
+			// steps, looks at their executions, and lists the state machine's running ones for
+			// the age of the oldest (ListExecutions is authorized on the state machine, not on
+			// its executions). One at a time: a reserved concurrency of 1 keeps a slow sweep
+			// from overlapping the next and a burst from starving it.
 			Name: FnSweeper, Description: "Scheduled: release orphaned expired holds, reconcile stuck payments, publish backlog figures",
 			Handler: "bootstrap", MemoryMB: 256, Timeout: 120 * time.Second, ReservedConcurrency: 1,
 			Env:     append(slices.Clone(sagaEnv), config.EnvSweepGraceSeconds, config.EnvStateMachineARN),
@@ -305,6 +307,7 @@ func Functions() []Function {
 				Grant{Actions: []string{"dynamodb:Query"}, Resources: []Resource{
 					index(tables.ReservationsTable, tables.ActiveHoldsByExpiry), index(tables.ReservationsTable, tables.ReconcileByAge)}},
 				Grant{Actions: []string{"states:DescribeExecution"}, Resources: []Resource{{Kind: Executions}}},
+				Grant{Actions: []string{"states:ListExecutions"}, Resources: []Resource{{Kind: StateMachine}}},
 			), platform...),
 		},
 		{

@@ -8,14 +8,21 @@
 //	  "Dimensions":[["Service","step"]],"Metrics":[{"Name":"ConditionalCheckFailed","Unit":"Count"}]}]},
 //	 "Service":"claim","step":"claim","ConditionalCheckFailed":1}
 //
-// By default every Count writes its own line. A Buffered recorder instead sums counts in memory
-// and writes one line per dimension set on Flush, which a handler calls once per invocation.
+// Each metric is declared with its own unit: a count (Count) is in "Count", a gauge (Gauge) in
+// the unit its producer gives, e.g. "Seconds" for an age, so that CloudWatch stores it as such
+// and an alarm's threshold means what it says.
+//
+// By default every Count and Gauge writes its own line. A Buffered recorder instead keeps them
+// in memory and writes one line per dimension set on Flush, which a handler calls once per
+// invocation: counts are summed, a gauge keeps its last value (a level summed over two
+// readings would report a backlog that never existed).
 package emf
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -30,8 +37,11 @@ const (
 	MaxMetricsPerObject = 100
 )
 
-// UnitCount is the unit of every metric this recorder writes.
-const UnitCount = "Count"
+// UnitCount is the unit of every count this recorder writes; a gauge carries its own.
+const UnitCount = string(metrics.UnitCount)
+
+// UnitNone is what CloudWatch calls a value without a unit; a gauge given no unit gets it.
+const UnitNone = "None"
 
 // Recorder writes EMF lines to an io.Writer. It is safe for concurrent use.
 type Recorder struct {
@@ -48,7 +58,15 @@ type Recorder struct {
 
 type pendingSet struct {
 	dims   []metrics.Dim
-	values map[string]int64
+	values map[string]value
+}
+
+// value is one metric of a line: its number and the unit it is declared with. gauge marks a
+// level, which a Buffered recorder replaces instead of adding to.
+type value struct {
+	n     float64
+	unit  string
+	gauge bool
 }
 
 // Option configures a Recorder.
@@ -62,7 +80,7 @@ func WithDimensions(dims ...metrics.Dim) Option {
 // WithClock sets the clock that stamps each line.
 func WithClock(now func() time.Time) Option { return func(r *Recorder) { r.now = now } }
 
-// Buffered makes Count sum in memory until Flush.
+// Buffered makes Count sum, and Gauge keep its last value, in memory until Flush.
 func Buffered() Option { return func(r *Recorder) { r.buffered = true } }
 
 // WithErrorHandler receives write and encoding errors; metrics never fail the caller.
@@ -79,21 +97,46 @@ func New(w io.Writer, namespace string, opts ...Option) *Recorder {
 
 var _ metrics.Recorder = (*Recorder)(nil)
 
-// Count implements metrics.Recorder.
-func (r *Recorder) Count(name string, value int64, dims ...metrics.Dim) {
+// Count implements metrics.Recorder: the metric is declared in "Count".
+func (r *Recorder) Count(name string, n int64, dims ...metrics.Dim) {
+	r.record(name, value{n: float64(n), unit: UnitCount}, dims)
+}
+
+// Gauge implements metrics.Recorder: the metric is declared in unit ("None" when empty). A
+// value JSON cannot carry (NaN, ±Inf) goes to the error handler and is dropped alone, rather
+// than failing the encoding of the line it would share with other metrics.
+func (r *Recorder) Gauge(name string, n float64, unit metrics.Unit, dims ...metrics.Dim) {
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		r.onError(fmt.Errorf("emf: gauge %s: %v is not a number CloudWatch accepts", name, n))
+		return
+	}
+	u := string(unit)
+	if u == "" {
+		u = UnitNone
+	}
+	r.record(name, value{n: n, unit: u, gauge: true}, dims)
+}
+
+// record writes v at once, or keeps it until Flush: a count is added to what its name holds, a
+// gauge replaces it. A name recorded both ways before one Flush keeps the kind it was last
+// recorded as; producers give each name one kind.
+func (r *Recorder) record(name string, v value, dims []metrics.Dim) {
 	all := r.dimensions(name, dims)
 	if !r.buffered {
-		r.write(all, map[string]int64{name: value})
+		r.write(all, map[string]value{name: v})
 		return
 	}
 	key := metrics.Key("", all...)
 	r.mu.Lock()
 	set := r.pending[key]
 	if set == nil {
-		set = &pendingSet{dims: all, values: map[string]int64{}}
+		set = &pendingSet{dims: all, values: map[string]value{}}
 		r.pending[key] = set
 	}
-	set.values[name] += value
+	if prev, ok := set.values[name]; ok && !v.gauge && !prev.gauge {
+		v.n += prev.n
+	}
+	set.values[name] = v
 	r.mu.Unlock()
 }
 
@@ -119,7 +162,7 @@ func (r *Recorder) Flush() {
 		for len(names) > 0 {
 			chunk := names[:min(len(names), MaxMetricsPerObject)]
 			names = names[len(chunk):]
-			values := make(map[string]int64, len(chunk))
+			values := make(map[string]value, len(chunk))
 			for _, n := range chunk {
 				values[n] = set.values[n]
 			}
@@ -170,7 +213,7 @@ type metricDefinition struct {
 	Unit string `json:"Unit"`
 }
 
-func (r *Recorder) write(dims []metrics.Dim, values map[string]int64) {
+func (r *Recorder) write(dims []metrics.Dim, values map[string]value) {
 	names := make([]string, 0, len(values))
 	for n := range values {
 		names = append(names, n)
@@ -187,8 +230,8 @@ func (r *Recorder) write(dims []metrics.Dim, values map[string]int64) {
 	}
 	defs := make([]metricDefinition, 0, len(names))
 	for _, n := range names {
-		defs = append(defs, metricDefinition{Name: n, Unit: UnitCount})
-		line[n] = values[n]
+		defs = append(defs, metricDefinition{Name: n, Unit: values[n].unit})
+		line[n] = values[n].n
 	}
 	// Besides the series per dimension set, every metric is also published with no dimensions,
 	// so that one alarm watches the total across functions, steps and operations.

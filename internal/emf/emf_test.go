@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"sync"
 	"testing"
@@ -186,6 +187,87 @@ func TestConcurrentCountsProduceWholeLines(t *testing.T) {
 	wg.Wait()
 	if n := len(parse(t, &out)); n != 400 {
 		t.Fatalf("got %d lines, want 400", n)
+	}
+}
+
+// units maps each metric the line declares to its unit.
+func (l line) units() map[string]string {
+	out := map[string]string{}
+	for _, m := range l.AWS.CloudWatchMetrics[0].Metrics {
+		out[m.Name] = m.Unit
+	}
+	return out
+}
+
+func TestGaugesDeclareTheirOwnUnit(t *testing.T) {
+	var out bytes.Buffer
+	r := emf.New(&out, "Seatsaga", emf.WithDimensions(metrics.Dim{Name: "Service", Value: "sweeper"}))
+	r.Gauge("OldestAgeSeconds", 300, metrics.UnitSeconds)
+	r.Gauge("Backlog", 3, metrics.UnitCount)
+	r.Gauge("Ratio", 0.5, "")
+	r.Count("Actions", 2)
+
+	lines := parse(t, &out)
+	if len(lines) != 4 {
+		t.Fatalf("got %d lines, want one per call (4)", len(lines))
+	}
+	want := []struct {
+		name, unit string
+		value      float64
+	}{{"OldestAgeSeconds", "Seconds", 300}, {"Backlog", "Count", 3}, {"Ratio", "None", 0.5}, {"Actions", "Count", 2}}
+	for i, w := range want {
+		l := lines[i]
+		if got := l.units(); len(got) != 1 || got[w.name] != w.unit {
+			t.Errorf("line %d declares %v, want %s in %s", i, got, w.name, w.unit)
+		}
+		if l.fields[w.name] != w.value {
+			t.Errorf("line %d: %s = %v, want %v", i, w.name, l.fields[w.name], w.value)
+		}
+		// Alarms read the dimensionless series, gauges included.
+		if got := l.AWS.CloudWatchMetrics[0].Dimensions; !reflect.DeepEqual(got, [][]string{{"Service"}, {}}) {
+			t.Errorf("line %d: dimensions %v", i, got)
+		}
+	}
+}
+
+func TestBufferedKeepsAGaugesLastValueAndSumsCounts(t *testing.T) {
+	var out bytes.Buffer
+	r := emf.New(&out, "Seatsaga", emf.Buffered())
+	r.Gauge("OldestAgeSeconds", 600, metrics.UnitSeconds)
+	r.Gauge("OldestAgeSeconds", 120, metrics.UnitSeconds)
+	r.Gauge("Backlog", 4, metrics.UnitCount)
+	r.Gauge("Backlog", 1, metrics.UnitCount)
+	r.Count("Actions", 1)
+	r.Count("Actions", 1)
+	r.Flush()
+
+	lines := parse(t, &out)
+	if len(lines) != 1 {
+		t.Fatalf("got %d lines, want one for the one dimension set", len(lines))
+	}
+	l := lines[0]
+	if l.fields["OldestAgeSeconds"] != 120.0 || l.fields["Backlog"] != 1.0 || l.fields["Actions"] != 2.0 {
+		t.Fatalf("gauges must keep their last value and counts add up: %v", l.fields)
+	}
+	if got, want := l.units(), map[string]string{"OldestAgeSeconds": "Seconds", "Backlog": "Count", "Actions": "Count"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("units %v, want %v", got, want)
+	}
+}
+
+func TestANonFiniteGaugeIsReportedAndSparesTheRestOfItsLine(t *testing.T) {
+	var out bytes.Buffer
+	var errs []error
+	r := emf.New(&out, "N", emf.Buffered(), emf.WithErrorHandler(func(err error) { errs = append(errs, err) }))
+	r.Count("Actions", 1)
+	r.Gauge("Age", math.NaN(), metrics.UnitSeconds)
+	r.Gauge("Other", math.Inf(1), metrics.UnitSeconds)
+	r.Flush()
+	lines := parse(t, &out)
+	if len(errs) != 2 || len(lines) != 1 || lines[0].fields["Actions"] != 1.0 {
+		t.Fatalf("errors %v, lines %d", errs, len(lines))
+	}
+	if _, ok := lines[0].fields["Age"]; ok {
+		t.Fatalf("a NaN gauge was written: %v", lines[0].fields)
 	}
 }
 

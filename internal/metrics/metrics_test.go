@@ -30,3 +30,22 @@ func TestKeyIsIndependentOfDimensionOrder(t *testing.T) {
 		t.Fatalf("keys differ or are malformed: %q %q", a, b)
 	}
 }
+
+func TestMemoryGaugeKeepsTheLastReadingApartFromCounts(t *testing.T) {
+	m := NewMemory()
+	if _, ok := m.Last("Backlog"); ok {
+		t.Fatal("a gauge never published must read as missing, not as 0")
+	}
+	m.Gauge("Backlog", 4, UnitCount)
+	m.Gauge("Backlog", 1, UnitCount)
+	m.Gauge("AgeSeconds", 300, UnitSeconds, Dim{"kind", "hold"})
+	if r, ok := m.Last("Backlog"); !ok || r != (Reading{Value: 1, Unit: UnitCount}) {
+		t.Errorf("Backlog = %+v %v, want the last reading 1 Count", r, ok)
+	}
+	if r, ok := m.Last("AgeSeconds", Dim{"kind", "hold"}); !ok || r != (Reading{Value: 300, Unit: UnitSeconds}) {
+		t.Errorf("AgeSeconds = %+v %v", r, ok)
+	}
+	if got := m.Total("Backlog"); got != 0 {
+		t.Errorf("a gauge must not be summed into the counts, got %d", got)
+	}
+}

@@ -1,7 +1,10 @@
-// Package obs sets up the structured JSON logs (log/slog) every seatsaga handler writes: the
-// level from the environment, the reservation id, correlation id and Lambda request id taken
-// from the context onto every line, and a redaction rule so that card data, client secrets and
-// keys never reach a log, whatever a caller passes.
+// Package obs sets up the structured JSON logs (log/slog) every seatsaga function writes, in
+// the shape AWS Lambda Powertools gives its logs and operators query by: on every line the
+// level, an RFC 3339 UTC timestamp with milliseconds, the message and the service (the function's
+// name); on every line of an invocation the Lambda request id, the X-Ray trace id and whether it
+// is the cold start (see Invocations); and the reservation and correlation ids the context
+// carries. A redaction rule keeps card data, client secrets and keys out of every log, whatever
+// a caller passes.
 package obs
 
 import (
@@ -11,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,52 +23,99 @@ import (
 	"github.com/seatsaga/seatsaga/internal/metrics"
 )
 
-// Attribute names on every line that has them.
+// Attribute names on every line that has them. The Lambda request id keeps the key seatsaga
+// has always logged it under (Powertools' function_request_id); the others are Powertools'.
 const (
+	KeyTimestamp     = "timestamp"
+	KeyLevel         = "level"
+	KeyMessage       = "message"
+	KeyService       = "service"
+	KeyColdStart     = "cold_start"
+	KeyRequestID     = "requestId"
+	KeyTraceID       = "xray_trace_id"
 	KeyReservationID = "reservationId"
 	KeyCorrelationID = "correlationId"
-	KeyRequestID     = "requestId"
 )
+
+// ShadowedPrefix is put before the name of a caller's top-level attribute that would repeat a
+// key the handler writes itself (or slog's own time and msg), so that no line carries a key
+// twice and a query on "message" never meets a caller's field of that name.
+const ShadowedPrefix = "attr_"
+
+// handlerKeys are the top-level keys the handler writes, and slog's names for its built-ins.
+var handlerKeys = map[string]bool{
+	slog.TimeKey: true, slog.MessageKey: true, KeyTimestamp: true, KeyLevel: true, KeyMessage: true,
+	KeyService: true, KeyColdStart: true, KeyRequestID: true, KeyTraceID: true,
+}
+
+// TimestampLayout is the timestamp's format: RFC 3339 in UTC with milliseconds, which Lambda's
+// log-level filtering requires of a JSON line and CloudWatch Logs Insights parses.
+const TimestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Redacted replaces every value the redaction rule removes.
 const Redacted = "[REDACTED]"
 
-// Environment variables read by LevelFromEnv, first set wins. AWS_LAMBDA_LOG_LEVEL is what
-// Lambda's advanced logging controls set.
-var levelVars = []string{"SEATSAGA_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL"}
+// Environment variables read by LevelFromEnv, first set wins. AWS_LAMBDA_LOG_LEVEL comes first:
+// Lambda sets it from the function's ApplicationLogLevel when the log format is JSON, and drops
+// JSON lines below that level itself, so a lower level of the function's own would only write
+// lines nobody receives. The others serve local runs.
+var levelVars = []string{"AWS_LAMBDA_LOG_LEVEL", "SEATSAGA_LOG_LEVEL", "LOG_LEVEL"}
 
-// LevelFromEnv returns the level named by the first of SEATSAGA_LOG_LEVEL, LOG_LEVEL and
-// AWS_LAMBDA_LOG_LEVEL that is set (debug, info, warn, error; case-insensitive), else info.
+// LevelFromEnv returns the level named by the first of AWS_LAMBDA_LOG_LEVEL, SEATSAGA_LOG_LEVEL
+// and LOG_LEVEL that is set (Lambda's TRACE, DEBUG, INFO, WARN, ERROR, FATAL; case-insensitive),
+// else info. TRACE is debug, slog's lowest; FATAL is above error, since seatsaga logs nothing
+// fatal and Lambda would drop its error lines at that level anyway.
 func LevelFromEnv(lookup func(string) (string, bool)) slog.Level {
 	for _, name := range levelVars {
 		v, ok := lookup(name)
 		if !ok || v == "" {
 			continue
 		}
-		var lvl slog.Level
-		if err := lvl.UnmarshalText([]byte(strings.ToUpper(strings.TrimSpace(v)))); err == nil {
-			return lvl
-		}
-		if strings.EqualFold(v, "trace") {
+		v = strings.ToUpper(strings.TrimSpace(v))
+		switch v {
+		case "TRACE":
 			return slog.LevelDebug
+		case "FATAL":
+			return slog.LevelError + 4
+		}
+		var lvl slog.Level
+		if err := lvl.UnmarshalText([]byte(v)); err == nil {
+			return lvl
 		}
 	}
 	return slog.LevelInfo
 }
 
+// Option configures a logger beyond its writer and level.
+type Option func(*handler)
+
+// WithService names the service on the lines logged outside any invocation (a cold start's
+// failure, for one); an invocation's own service (Invocation.Service) wins on its lines.
+func WithService(name string) Option { return func(h *handler) { h.service = name } }
+
 // NewLogger returns a JSON logger writing to w at level, with context ids and redaction.
-func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
-	return slog.New(NewHandler(w, level))
+func NewLogger(w io.Writer, level slog.Leveler, opts ...Option) *slog.Logger {
+	return slog.New(NewHandler(w, level, opts...))
 }
 
 // FromEnv returns the logger a Lambda main uses: JSON on stdout, level from the environment.
-func FromEnv() *slog.Logger {
-	return NewLogger(os.Stdout, LevelFromEnv(os.LookupEnv))
+//
+// The lines are JSON whatever AWS_LAMBDA_LOG_FORMAT says. Lambda sets it to JSON from the
+// function's LoggingConfig (the stack configures every function so), and then filters and
+// indexes lines by their level and timestamp; were a function switched to Text, Lambda would
+// pass the lines through unchanged, and JSON lines stay queryable by field in Logs Insights
+// where text lines would not.
+func FromEnv(opts ...Option) *slog.Logger {
+	return NewLogger(os.Stdout, LevelFromEnv(os.LookupEnv), opts...)
 }
 
 // NewHandler returns the slog.Handler behind NewLogger, for callers that wrap it further.
-func NewHandler(w io.Writer, level slog.Leveler) slog.Handler {
-	return contextHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr})}
+func NewHandler(w io.Writer, level slog.Leveler, opts ...Option) slog.Handler {
+	h := &handler{inner: slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr})}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
 }
 
 type ctxKey int
@@ -96,10 +147,20 @@ func CorrelationID(ctx context.Context) string {
 	return s
 }
 
-// Logger returns base with the ids in ctx attached, for code that logs without a context.
-// Lines logged through the *Context methods of any obs logger get them anyway.
+// Logger returns base bound to ctx, for code that logs without a context: its lines carry the
+// ids in ctx as lines logged through the *Context methods do. A line logged with a context of
+// its own takes each id from that context first. A base whose handler is not obs's gets the
+// ids as attributes.
 func Logger(ctx context.Context, base *slog.Logger) *slog.Logger {
-	if attrs := contextAttrs(ctx); len(attrs) > 0 {
+	if ctx == nil {
+		return base
+	}
+	if h, ok := base.Handler().(*handler); ok {
+		c := h.clone()
+		c.bound = ctx
+		return slog.New(c)
+	}
+	if attrs := idsOf(ctx).attrs(""); len(attrs) > 0 {
 		args := make([]any, len(attrs))
 		for i, a := range attrs {
 			args[i] = a
@@ -109,40 +170,186 @@ func Logger(ctx context.Context, base *slog.Logger) *slog.Logger {
 	return base
 }
 
-func contextAttrs(ctx context.Context) []slog.Attr {
+// ids are what a line says about where it was logged.
+type ids struct {
+	inv         Invocation
+	invoked     bool   // inv is set
+	requestID   string // the Lambda context's, for a handler that never began an invocation
+	reservation string
+	correlation string
+}
+
+func idsOf(ctx context.Context) ids {
+	var d ids
 	if ctx == nil {
-		return nil
+		return d
 	}
-	var attrs []slog.Attr
-	if id := ReservationID(ctx); id != "" {
-		attrs = append(attrs, slog.String(KeyReservationID, id))
+	d.inv, d.invoked = InvocationFrom(ctx)
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		d.requestID = lc.AwsRequestID
 	}
-	if id := CorrelationID(ctx); id != "" {
-		attrs = append(attrs, slog.String(KeyCorrelationID, id))
-	}
-	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
-		attrs = append(attrs, slog.String(KeyRequestID, lc.AwsRequestID))
-	}
-	return attrs
+	d.reservation, d.correlation = ReservationID(ctx), CorrelationID(ctx)
+	return d
 }
 
-// contextHandler adds the context's ids to each record.
-type contextHandler struct{ slog.Handler }
-
-func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
-	if attrs := contextAttrs(ctx); len(attrs) > 0 {
-		r = r.Clone()
-		r.AddAttrs(attrs...)
+// or fills what d lacks from other.
+func (d ids) or(other ids) ids {
+	if !d.invoked {
+		d.inv, d.invoked = other.inv, other.invoked
 	}
-	return h.Handler.Handle(ctx, r)
+	d.requestID = cmpOr(d.requestID, other.requestID)
+	d.reservation = cmpOr(d.reservation, other.reservation)
+	d.correlation = cmpOr(d.correlation, other.correlation)
+	return d
 }
 
-func (h contextHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return contextHandler{h.Handler.WithAttrs(attrs)}
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
-func (h contextHandler) WithGroup(name string) slog.Handler {
-	return contextHandler{h.Handler.WithGroup(name)}
+// attrs are the handler's own top-level attributes for d: the service (service when no
+// invocation names one), the invocation's fields, then the domain's ids.
+func (d ids) attrs(service string) []slog.Attr {
+	var out []slog.Attr
+	if d.invoked && d.inv.Service != "" {
+		service = d.inv.Service
+	}
+	if service != "" {
+		out = append(out, slog.String(KeyService, service))
+	}
+	if d.invoked {
+		out = append(out, slog.Bool(KeyColdStart, d.inv.ColdStart))
+	}
+	if id := cmpOr(d.inv.RequestID, d.requestID); id != "" {
+		out = append(out, slog.String(KeyRequestID, id))
+	}
+	if d.invoked && d.inv.TraceID != "" {
+		out = append(out, slog.String(KeyTraceID, d.inv.TraceID))
+	}
+	if d.reservation != "" {
+		out = append(out, slog.String(KeyReservationID, d.reservation))
+	}
+	if d.correlation != "" {
+		out = append(out, slog.String(KeyCorrelationID, d.correlation))
+	}
+	return out
+}
+
+// handler writes each record through the JSON handler inner with the handler's own fields at
+// the top level. It keeps its callers' attributes and groups itself rather than handing them to
+// inner, so that its fields stay top-level however deep a caller's group is, where a query
+// finds them, and so that a caller's attribute cannot repeat one of its keys.
+type handler struct {
+	inner   slog.Handler
+	service string
+	// bound is the context Logger bound, for lines logged without one.
+	bound context.Context
+	// attrs were added before any group; groups are the open groups, outermost first.
+	attrs  []slog.Attr
+	groups []group
+}
+
+// group is an open group and the attributes added inside it.
+type group struct {
+	name  string
+	attrs []slog.Attr
+}
+
+func (h *handler) clone() *handler {
+	c := *h
+	c.attrs = slices.Clip(h.attrs)
+	c.groups = slices.Clip(h.groups)
+	return &c
+}
+
+func (h *handler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.inner.Enabled(ctx, level)
+}
+
+func (h *handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return h
+	}
+	c := h.clone()
+	if n := len(c.groups); n > 0 {
+		c.groups = slices.Clone(c.groups)
+		c.groups[n-1].attrs = append(slices.Clip(c.groups[n-1].attrs), attrs...)
+	} else {
+		c.attrs = append(c.attrs, attrs...)
+	}
+	return c
+}
+
+func (h *handler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	c := h.clone()
+	c.groups = append(c.groups, group{name: name})
+	return c
+}
+
+func (h *handler) Handle(ctx context.Context, r slog.Record) error {
+	d := idsOf(ctx).or(idsOf(h.bound))
+
+	// The caller's attributes: those added before any group and, without a group, the
+	// record's at the top level; inside groups, nested as the JSON handler would.
+	top := slices.Clone(h.attrs)
+	inner := make([]slog.Attr, 0, r.NumAttrs())
+	r.Attrs(func(a slog.Attr) bool {
+		inner = append(inner, a)
+		return true
+	})
+	for i := len(h.groups) - 1; i >= 0; i-- {
+		g := h.groups[i]
+		inner = []slog.Attr{{Key: g.name, Value: slog.GroupValue(append(slices.Clone(g.attrs), inner...)...)}}
+	}
+	top = append(top, inner...)
+
+	// A domain id the caller logs itself is not repeated from the context.
+	for _, a := range top {
+		switch a.Key {
+		case KeyReservationID:
+			d.reservation = ""
+		case KeyCorrelationID:
+			d.correlation = ""
+		}
+	}
+	for i, a := range top {
+		if handlerKeys[a.Key] {
+			top[i].Key = ShadowedPrefix + a.Key
+		}
+	}
+
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	out.AddAttrs(d.attrs(h.service)...)
+	out.AddAttrs(top...)
+	return h.inner.Handle(ctx, out)
+}
+
+// replaceAttr renames slog's time and msg to Powertools' timestamp (in UTC, with milliseconds)
+// and message, and redacts everything else but the invocation's ids.
+func replaceAttr(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 {
+		switch a.Key {
+		case slog.TimeKey:
+			if a.Value.Kind() == slog.KindTime {
+				return slog.String(KeyTimestamp, a.Value.Time().UTC().Format(TimestampLayout))
+			}
+		case slog.MessageKey:
+			a = redactAttr(groups, a)
+			a.Key = KeyMessage
+			return a
+		case KeyRequestID, KeyTraceID:
+			// The handler's own (a caller's is renamed): ids, whose digits must not be
+			// mistaken for a card number.
+			return a
+		}
+	}
+	return redactAttr(groups, a)
 }
 
 // sensitiveKey reports whether an attribute named key (in the given groups) may hold card

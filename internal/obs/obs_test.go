@@ -37,9 +37,11 @@ func TestLevelFromEnv(t *testing.T) {
 		{"unset", nil, slog.LevelInfo},
 		{"debug", map[string]string{"LOG_LEVEL": "debug"}, slog.LevelDebug},
 		{"upper case warn", map[string]string{"LOG_LEVEL": "WARN"}, slog.LevelWarn},
-		{"seatsaga wins", map[string]string{"SEATSAGA_LOG_LEVEL": "error", "LOG_LEVEL": "debug"}, slog.LevelError},
+		{"seatsaga wins over LOG_LEVEL", map[string]string{"SEATSAGA_LOG_LEVEL": "error", "LOG_LEVEL": "debug"}, slog.LevelError},
 		{"lambda advanced logging", map[string]string{"AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, slog.LevelDebug},
+		{"lambda's level wins", map[string]string{"AWS_LAMBDA_LOG_LEVEL": "WARN", "SEATSAGA_LOG_LEVEL": "debug", "LOG_LEVEL": "debug"}, slog.LevelWarn},
 		{"trace means debug", map[string]string{"AWS_LAMBDA_LOG_LEVEL": "TRACE"}, slog.LevelDebug},
+		{"fatal is above error", map[string]string{"AWS_LAMBDA_LOG_LEVEL": "FATAL"}, slog.LevelError + 4},
 		{"garbage falls back", map[string]string{"LOG_LEVEL": "loud"}, slog.LevelInfo},
 	}
 	for _, tc := range cases {
@@ -60,7 +62,7 @@ func TestLevelFilters(t *testing.T) {
 		t.Fatalf("info logged at warn level: %s", buf.String())
 	}
 	log.Warn("loud")
-	if lastLine(t, &buf)["msg"] != "loud" {
+	if lastLine(t, &buf)["message"] != "loud" {
 		t.Fatal("warn not logged")
 	}
 }
@@ -83,9 +85,11 @@ func TestContextIDsOnEveryLine(t *testing.T) {
 		t.Fatalf("Logger(ctx) line %v", m)
 	}
 
-	log.With("step", "claim").WithGroup("g").InfoContext(ctx, "grouped", "k", "v")
+	// The ids stay at the top level, where queries look, inside a caller's group.
+	log.With("step", "claim").WithGroup("g").With("a", 1).InfoContext(ctx, "grouped", "k", "v")
 	m = lastLine(t, &buf)
-	if m["step"] != "claim" || m["g"].(map[string]any)["reservationId"] != "r-42" {
+	g, _ := m["g"].(map[string]any)
+	if m["step"] != "claim" || m["reservationId"] != "r-42" || m["requestId"] != "req-1" || g["k"] != "v" || g["a"] != 1.0 || len(g) != 2 {
 		t.Fatalf("grouped line %v", m)
 	}
 

@@ -62,6 +62,10 @@ func TestStreamReaderAgainstDynamoDBLocal(t *testing.T) {
 		StreamARN: arn,
 		Relay:     newRelay(t, relay.Deps{Bus: bus, MaxAttempts: 2, Sleep: noSleep}),
 		BatchSize: 7,
+		// Retried until the records are too old, and they never are: every record is
+		// published in the end.
+		MaximumRetryAttempts:    -1,
+		ReportBatchItemFailures: true,
 	}
 
 	// 1. Everything written is published once, in write order, across several GetRecords.

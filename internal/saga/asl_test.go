@@ -237,6 +237,42 @@ func (r *aslRun) expectPath(x *asl.Execution, want ...string) {
 	}
 }
 
+// endingOf classifies a finished execution as every reader of executions does.
+func endingOf(x *asl.Execution) Ending {
+	snap := x.Snapshot()
+	return EndingOf(snap.Status, string(snap.Output), snap.Error)
+}
+
+// expectEnding fails the test unless the execution ended with outcome. The execution
+// succeeded unless outcome needs a person, and a business ending's output is its verdict: a
+// known Error, a Cause and, after a compensation, what the compensation did, nothing else.
+func (r *aslRun) expectEnding(x *asl.Execution, outcome string) Ending {
+	r.t.Helper()
+	snap := x.Snapshot()
+	e := endingOf(x)
+	if e.Outcome != outcome {
+		r.t.Fatalf("ended %s (%s %s %s), want %s; path %q", e.Outcome, snap.Status, snap.Error, snap.Cause, outcome, path(x))
+	}
+	if e.NeedsPerson != (snap.Status != asl.StatusSucceeded) {
+		r.t.Fatalf("%s: status %s, needs a person %v", outcome, snap.Status, e.NeedsPerson)
+	}
+	if _, business := VerdictOf(outcome); business {
+		var out map[string]json.RawMessage
+		if err := json.Unmarshal(snap.Output, &out); err != nil {
+			r.t.Fatalf("%s: output %s: %v", outcome, snap.Output, err)
+		}
+		for k := range out {
+			if k != "Error" && k != "Cause" && k != "compensation" {
+				r.t.Errorf("%s: the output carries %q besides the verdict: %s", outcome, k, snap.Output)
+			}
+		}
+		if e.NeedsPerson || e.Cause == "" {
+			r.t.Fatalf("%s: needs a person %v, cause %q", outcome, e.NeedsPerson, e.Cause)
+		}
+	}
+	return e
+}
+
 func (r *aslRun) reportAuthorized(id, token string) {
 	r.t.Helper()
 	r.webhookAuthorized(id)
@@ -251,10 +287,8 @@ func TestASLPaths(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
 		x := r.start(input("r1", "pm_card_visa", "A1"))
 		r.reportAuthorized("r1", r.waitingWith("r1", reservation.Authorizing))
-		snap := r.finish(x)
-		if snap.Status != asl.StatusSucceeded {
-			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
-		}
+		r.finish(x)
+		r.expectEnding(x, EndConfirmed)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
 		r.expectState("r1", reservation.Confirmed, reservation.Paid)
 		if r.pay.creates != 1 || r.pay.captures != 1 {
@@ -265,9 +299,10 @@ func TestASLPaths(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
 		r.claim(input("winner", "", "A1"))
 		x := r.start(input("r1", "pm_card_visa", "A1"))
-		snap := r.finish(x)
-		if snap.Error != ErrSeatUnavailable {
-			t.Fatalf("%s %s", snap.Status, snap.Error)
+		r.finish(x)
+		// A lost race is a business ending: the execution succeeds and says so.
+		if e := r.expectEnding(x, EndSeatUnavailable); !strings.Contains(e.Cause, "A1") {
+			t.Fatalf("the cause %q does not name the taken seat", e.Cause)
 		}
 		r.expectPath(x, "Claim seats", "Rejected: seats taken")
 		if r.pay.creates != 0 {
@@ -278,6 +313,7 @@ func TestASLPaths(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
 		x := r.start(input("r1", "pm_card_declined", "A1"))
 		r.finish(x)
+		r.expectEnding(x, EndPaymentDeclined)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after decline", "Payment failed")
 		// The decline is recorded (FAILED) before the void, and stays the record after it.
 		r.expectState("r1", reservation.Released, reservation.Failed)
@@ -295,6 +331,7 @@ func TestASLPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.finish(x)
+		r.expectEnding(x, EndPaymentDeclined)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after decline", "Payment failed")
 		r.expectState("r1", reservation.Released, reservation.Failed)
 		r.expectSeatOwner("A1", "")
@@ -310,6 +347,7 @@ func TestASLPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.finish(x)
+		r.expectEnding(x, EndCustomerCanceled)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel", "Canceled by customer")
 		r.expectState("r1", reservation.Released, reservation.Canceled)
 	})
@@ -325,8 +363,9 @@ func TestASLPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.finish(x)
+		r.expectEnding(x, EndCustomerCanceled)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel",
-			"Reconcile payment", "What did reconciliation find?", "Canceled by customer")
+			"Reconcile payment", "What did reconciliation find?", "Reconciled: canceled by customer")
 		r.expectState("r1", reservation.Released, reservation.Canceled)
 		r.expectSeatOwner("A1", "")
 		if r.pay.captures != 0 || r.pay.status("r1") != "canceled" {
@@ -339,7 +378,8 @@ func TestASLPaths(t *testing.T) {
 		r.waitingWith("r1", reservation.Authorizing)
 		r.clk.Advance(10 * time.Minute)
 		r.finish(x)
-		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Hold expired")
+		r.expectEnding(x, EndHoldExpired)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Reconciled: hold expired")
 		r.expectState("r1", reservation.Released, reservation.Canceled)
 		r.claim(input("r2", "", "A1"))
 	})
@@ -358,12 +398,14 @@ func TestASLPaths(t *testing.T) {
 	}
 	t.Run("late success, seat free: reacquired and captured", func(t *testing.T) {
 		r, x := late(t, reservation.LateSuccessReacquire, false)
+		r.expectEnding(x, EndConfirmed)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
 			"Wait before reconciling again", "Reconcile payment", "What did reconciliation find?", "Capture payment", "Confirmed")
 		r.expectState("r1", reservation.Confirmed, reservation.Paid)
 	})
 	t.Run("late success, seat taken: voided", func(t *testing.T) {
 		r, x := late(t, reservation.LateSuccessReacquire, true)
+		r.expectEnding(x, EndVoidedAfterLatePayment)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
 			"Wait before reconciling again", "Reconcile payment", "What did reconciliation find?", "Voided after late payment")
 		if r.pay.captures != 0 || r.pay.status("r1") != "canceled" {
@@ -372,6 +414,7 @@ func TestASLPaths(t *testing.T) {
 	})
 	t.Run("late success, policy void", func(t *testing.T) {
 		r, x := late(t, reservation.LateSuccessVoid, false)
+		r.expectEnding(x, EndVoidedAfterLatePayment)
 		if p := path(x); p[len(p)-1] != "Voided after late payment" {
 			t.Fatalf("path %v", p)
 		}
@@ -384,6 +427,7 @@ func TestASLPaths(t *testing.T) {
 		x := r.start(input("r1", "pm_card_visa", "A1"))
 		r.reportAuthorized("r1", r.waitingWith("r1", reservation.Authorizing))
 		r.finish(x)
+		r.expectEnding(x, EndConfirmed)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
 		if r.pay.captures != 1 {
 			t.Fatalf("captures %d", r.pay.captures)
@@ -398,8 +442,38 @@ func TestASLPaths(t *testing.T) {
 		out, _ := json.Marshal(PaymentOutcome{State: "AUTHORIZED"})
 		r.engine.SendTaskSuccess(token, out)
 		r.finish(x)
+		r.expectEnding(x, EndCaptureFailed)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Capture failed")
 		r.expectState("r1", reservation.Released, reservation.Failed)
+	})
+	t.Run("capture refused and every answer lost: reconciliation finds the refusal", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		// The first attempt and the four retries of Lambda.ServiceException: the refusal
+		// is recorded each time, its answer never arrives.
+		r.crash["capture"] = 5
+		x := r.start(input("r1", "pm_card_visa", "A1"))
+		token := r.waitingWith("r1", reservation.Authorizing)
+		r.pay.force("r1", "canceled") // authorization lapsed before capture
+		r.webhookAuthorized("r1")
+		out, _ := json.Marshal(PaymentOutcome{State: "AUTHORIZED"})
+		r.engine.SendTaskSuccess(token, out)
+		r.finish(x)
+		r.expectEnding(x, EndCaptureFailed)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment",
+			"Reconcile payment", "What did reconciliation find?", "Reconciled: capture failed")
+		r.expectState("r1", reservation.Released, reservation.Failed)
+		r.expectSeatOwner("A1", "")
+	})
+	t.Run("card declined and the authorize answer lost: reconciliation finds the decline", func(t *testing.T) {
+		r := newASLRun(t, reservation.LateSuccessReacquire)
+		r.crash["authorize"] = 1
+		x := r.start(input("r1", "pm_card_declined", "A1"))
+		r.finish(x)
+		r.expectEnding(x, EndPaymentDeclined)
+		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
+			"Reconciled: payment failed")
+		r.expectState("r1", reservation.Released, reservation.Failed)
+		r.expectSeatOwner("A1", "")
 	})
 	t.Run("provider down during reconcile: needs reconciliation, seat protected", func(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
@@ -411,6 +485,8 @@ func TestASLPaths(t *testing.T) {
 		r.pay.mu.Unlock()
 		r.clk.Advance(10 * time.Minute)
 		r.finish(x)
+		// The one business-as-usual path that needs a person: it fails.
+		r.expectEnding(x, EndNeedsReconciliation)
 		p := path(x)
 		if p[len(p)-1] != "Needs reconciliation" || x.StateTransitions() != 11 {
 			t.Fatalf("path %v (%d)", p, x.StateTransitions())
@@ -427,10 +503,8 @@ func TestASLPaths(t *testing.T) {
 		}
 		x := r.start(input("r1", "pm_card_visa", "A1"))
 		r.reportAuthorized("r1", r.waitingWith("r1", reservation.Authorizing))
-		snap := r.finish(x)
-		if snap.Status != asl.StatusSucceeded {
-			t.Fatalf("%s %s", snap.Status, snap.Error)
-		}
+		r.finish(x)
+		r.expectEnding(x, EndConfirmed)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
 		if r.pay.captures != 1 || r.pay.creates != 1 {
 			t.Fatalf("captures %d creates %d", r.pay.captures, r.pay.creates)
@@ -461,9 +535,10 @@ func TestASLPaths(t *testing.T) {
 		}
 		r.pay.force("r1", "requires_capture") // the buyer completes 3-D Secure
 		r.reportAuthorized("r1", r.store.get("r1").TaskToken)
-		snap := r.finish(x)
-		if snap.Status != asl.StatusSucceeded || r.pay.creates != 1 || r.pay.captures != 1 {
-			t.Fatalf("%s %s creates %d captures %d", snap.Status, snap.Error, r.pay.creates, r.pay.captures)
+		r.finish(x)
+		r.expectEnding(x, EndConfirmed)
+		if r.pay.creates != 1 || r.pay.captures != 1 {
+			t.Fatalf("creates %d captures %d", r.pay.creates, r.pay.captures)
 		}
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
 			"Resume waiting for payment", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed")
@@ -472,10 +547,8 @@ func TestASLPaths(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
 		r.crash["authorize"] = 1
 		x := r.start(input("r1", "pm_card_visa", "A1"))
-		snap := r.finish(x)
-		if snap.Status != asl.StatusSucceeded {
-			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
-		}
+		r.finish(x)
+		r.expectEnding(x, EndConfirmed)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
 			"Capture payment", "Confirmed")
 		r.expectState("r1", reservation.Confirmed, reservation.Paid)
@@ -500,8 +573,9 @@ func TestASLResumedWaitEndsWithTheHold(t *testing.T) {
 	x := r.start(input("r1", "pm_3ds", "A1"))
 	deadline := r.now.Add(r.steps.Hold)
 	r.finish(x)
+	r.expectEnding(x, EndHoldExpired)
 	r.expectPath(x, "Claim seats", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?",
-		"Resume waiting for payment", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Hold expired")
+		"Resume waiting for payment", "Wait for payment authorization", "Reconcile payment", "What did reconciliation find?", "Reconciled: hold expired")
 	var timeouts []int64
 	for _, ev := range x.History() {
 		if ev.Type != "TaskScheduled" || ev.Details["resource"] != "invoke.waitForTaskToken" {
@@ -671,8 +745,8 @@ func BenchmarkHappyPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		<-x.Done()
-		if snap := x.Snapshot(); snap.Status != asl.StatusSucceeded {
-			b.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
+		if e := endingOf(x); e.Outcome != EndConfirmed {
+			b.Fatalf("ended %+v", e)
 		}
 		transitions += x.StateTransitions()
 	}
@@ -713,10 +787,8 @@ func TestASLClaimAndHoldFailurePaths(t *testing.T) {
 			r.clk.Advance(r.steps.Hold + time.Second)
 		}
 		x := r.start(input("r1", "pm_card_visa", "A1"))
-		snap := r.finish(x)
-		if snap.Status != asl.StatusFailed || snap.Error != "HoldExpired" {
-			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
-		}
+		r.finish(x)
+		r.expectEnding(x, EndHoldExpired)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Release expired hold", "Hold expired")
 		if got := r.store.get("r1").Inventory; got != reservation.Released {
 			t.Fatalf("inventory %s, want %s", got, reservation.Released)
@@ -729,10 +801,8 @@ func TestASLClaimAndHoldFailurePaths(t *testing.T) {
 	t.Run("invalid request: rejected once, nothing written", func(t *testing.T) {
 		r := newASLRun(t, reservation.LateSuccessReacquire)
 		x := r.start(input("r1", "pm_card_visa")) // no seats
-		snap := r.finish(x)
-		if snap.Status != asl.StatusFailed || snap.Error != "InvalidRequest" {
-			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
-		}
+		r.finish(x)
+		r.expectEnding(x, EndInvalidRequest)
 		r.expectPath(x, "Claim seats", "Rejected: invalid request")
 		if got := r.store.get("r1"); got.ID != "" {
 			t.Fatalf("reservation written: %+v", got)
@@ -752,10 +822,9 @@ func TestASLClaimAndHoldFailurePaths(t *testing.T) {
 		fail()
 		r.after["claim"] = func(int) { fail() }
 		x := r.start(input("r1", "pm_card_visa", "A1"))
-		snap := r.finish(x)
-		if snap.Status != asl.StatusFailed || snap.Error != "ClaimFailed" {
-			t.Fatalf("%s %s %s", snap.Status, snap.Error, snap.Cause)
-		}
+		r.finish(x)
+		// An incident, not a business ending: the execution fails for a person to look at.
+		r.expectEnding(x, EndClaimFailed)
 		r.expectPath(x, "Claim seats", "Claim failed")
 		// The first attempt and the three retries of a transient failure.
 		if r.started["claim"] != 4 {

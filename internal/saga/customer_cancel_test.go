@@ -150,6 +150,7 @@ func TestARecordedCancelStopsThePayment(t *testing.T) {
 		cancel(t, r.harness)
 		r.reportAuthorized("r1", token)
 		r.finish(x)
+		r.expectEnding(x, EndCustomerCanceled)
 		r.expectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Void payment after customer cancel", "Canceled by customer")
 		r.expectState("r1", reservation.Released, reservation.Canceled)
 		r.expectSeatOwner("A1", "")

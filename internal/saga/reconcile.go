@@ -18,7 +18,8 @@ const maxResumes = 3
 // decision says until it is settled, waits, escalates or hands the capture to the ASL. It
 // routes:
 //
-//   - paid, canceled, failed, expired, voided, capture_failed: settled that way;
+//   - paid, canceled, failed, expired, voided, capture_failed: settled that way; all but
+//     paid carry the Verdict of their business ending, which the ending's state outputs;
 //   - capture: confirmed seats with an authorization; the ASL's "Capture payment" state
 //     captures (bounded by ReconcileResult.Captures, so an authorization found on the last
 //     attempt still gets captured);
@@ -38,12 +39,22 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 		res.Resumes = st.Reconcile.Resumes
 	}
 	finish := func(outcome, detail string) (ReconcileResult, error) {
-		res.Outcome, res.Detail = outcome, detail
+		res.Outcome, res.Detail, res.Verdict = outcome, detail, reconcileVerdict(outcome)
 		s.outcome(ctx, "reconcile", in, outcome, nil, "attempt", res.Attempt, "providerStatus", res.ProviderStatus, "detail", detail)
 		return res, nil
 	}
 	out, err := s.settle(ctx, in, "reconcile", settleOptions{stopAtCapture: true, reason: failureName(st)})
 	res.ProviderStatus = out.ProviderStatus
+	if res.Attempt == 1 && st.CompensationFailure != nil {
+		s.compensationFailed(stepCompensate)
+		s.log().ErrorContext(ctx, "compensation failed after its retries; reconciling", "reservationId", in.ReservationID,
+			"correlationId", in.CorrelationID, "error", st.CompensationFailure.Error, "cause", st.CompensationFailure.Cause)
+	}
+	if res.Attempt == 1 && failureName(st) == ErrStatesTimeout && webhookWasDue(out.FirstTruth) {
+		s.metrics().Count(MetricWebhookNeverArrived, 1)
+		s.log().WarnContext(ctx, "payment wait timed out although the provider had decided: its webhook never arrived",
+			"reservationId", in.ReservationID, "providerStatus", out.ProviderStatus)
+	}
 	var unsure *PaymentUncertain
 	switch {
 	case errors.As(err, &unsure):
@@ -60,7 +71,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 		// The bound is for the ASL's capture/reconcile loop, so it counts the captures this
 		// execution was sent to, not the reconcile attempts: attempts spent waiting for a
 		// late authorization say nothing about capturing it.
-		if res.Captures > 0 && res.Captures >= max(s.attempts()-1, 1) {
+		if res.Captures > 0 && res.Captures >= s.captureHandOffs() {
 			return s.again(ctx, in, out.R, &res, "capture kept failing")
 		}
 		res.Captures++
@@ -81,6 +92,25 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 	return s.again(ctx, in, r, &res, d.Reason)
 }
 
+// MetricWebhookNeverArrived counts payment waits that ended by the hold's timeout although the
+// provider had already decided the payment: the webhook that should have ended the wait never
+// reached the API.
+const MetricWebhookNeverArrived = "WebhookNeverArrived"
+
+// ErrStatesTimeout is the error Step Functions raises when a task's timeout passes: for the
+// payment wait, the hold's deadline.
+const ErrStatesTimeout = "States.Timeout"
+
+// webhookWasDue reports whether the provider's answer is one a webhook announces: an
+// authorization, a capture or a decline.
+func webhookWasDue(t reservation.Truth) bool {
+	switch t {
+	case reservation.TruthAuthorized, reservation.TruthCaptured, reservation.TruthDeclined:
+		return true
+	}
+	return false
+}
+
 // failureName is the error that led the execution here, if any.
 func failureName(st State) string {
 	if st.Failure != nil {
@@ -88,6 +118,9 @@ func failureName(st State) string {
 	}
 	return ""
 }
+
+// captureHandOffs bounds how often one execution is sent back to "Capture payment".
+func (s *Steps) captureHandOffs() int { return max(s.attempts()-1, 1) }
 
 func (s *Steps) attempts() int {
 	if s.ReconcileAttempts <= 0 {

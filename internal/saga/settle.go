@@ -30,6 +30,9 @@ type settlement struct {
 	R    reservation.Reservation
 	// ProviderStatus is the provider's last answer, for logs and results.
 	ProviderStatus string
+	// FirstTruth is what the provider said when this run first asked (TruthNotAsked when it
+	// never did): what was already decided before this run acted.
+	FirstTruth reservation.Truth
 	// What this run did, as compensation reports it.
 	Voided, Refunded, Released bool
 }
@@ -90,6 +93,9 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 		if truth.status != "" {
 			out.ProviderStatus = truth.status
 		}
+		if out.FirstTruth == "" && truth.truth != "" && truth.truth != reservation.TruthNotAsked {
+			out.FirstTruth = truth.truth
+		}
 		s.log().DebugContext(ctx, "settlement decided", "step", step, "reservationId", id, "inventory", string(r.Inventory),
 			"payment", string(r.Payment), "truth", string(f.Truth), "action", string(d.Action), "event", string(d.Event))
 		out.Last = d
@@ -100,6 +106,7 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 			return out, nil
 		case reservation.ActEscalate:
 			s.metrics().Count(MetricSettlementEscalated, 1, metrics.Dim{Name: "step", Value: step})
+			s.compensationFailed(step)
 			s.log().ErrorContext(ctx, "settlement needs a person", "step", step, "reservationId", id, "correlationId", in.CorrelationID,
 				"inventory", string(r.Inventory), "payment", string(r.Payment), "truth", string(f.Truth), "reason", d.Reason)
 			return out, nil

@@ -3,8 +3,11 @@
 //
 // The execution input is an Input (the api Lambda starts the execution named by the
 // reservation id with it). Each step receives the whole execution state (a State: the input
-// plus what earlier steps wrote under hold, payment, confirmed, capture, compensation,
-// reconcile and failure) and returns its own result, which the ASL places at its ResultPath.
+// plus what earlier steps wrote under hold, payment, confirmed, capture, reconcile and
+// failure) and returns its own result, which the ASL places at its ResultPath. An execution
+// that reaches a business ending (a lost race, a decline, a cancel, an expired hold, a voided
+// late payment, a refused capture) succeeds, and its output is that ending's Verdict; only
+// the endings a person must look at fail (ending.go, EndingOf).
 // The authorize step receives an AuthorizeEvent ({input, taskToken}) and its task completes
 // when someone calls SendTaskSuccess with a PaymentOutcome, or SendTaskFailure with the error
 // PaymentDeclined (the webhook) or CustomerCanceled (the api's DELETE), or when the step itself
@@ -50,13 +53,16 @@ type Input struct {
 // State is what a step receives: the input plus the results of earlier states.
 type State struct {
 	Input
-	Hold         *Hold               `json:"hold,omitempty"`
-	Payment      *PaymentOutcome     `json:"payment,omitempty"`
-	Confirmed    *Confirmation       `json:"confirmed,omitempty"`
-	Capture      *CaptureResult      `json:"capture,omitempty"`
-	Compensation *CompensationResult `json:"compensation,omitempty"`
-	Reconcile    *ReconcileResult    `json:"reconcile,omitempty"`
-	Failure      *Failure            `json:"failure,omitempty"`
+	Hold      *Hold            `json:"hold,omitempty"`
+	Payment   *PaymentOutcome  `json:"payment,omitempty"`
+	Confirmed *Confirmation    `json:"confirmed,omitempty"`
+	Capture   *CaptureResult   `json:"capture,omitempty"`
+	Reconcile *ReconcileResult `json:"reconcile,omitempty"`
+	Failure   *Failure         `json:"failure,omitempty"`
+	// CompensationFailure is the error of a compensation the state machine gave up on after
+	// its retries (a void, refund or release), which sends the execution to reconciliation;
+	// Failure keeps the reason the saga was unwinding.
+	CompensationFailure *Failure `json:"compensationFailure,omitempty"`
 }
 
 // Hold is the claim step's result ($.hold). SecondsLeft feeds the authorize state's
@@ -104,7 +110,9 @@ type CaptureResult struct {
 	Version         int64  `json:"version"`
 }
 
-// CompensationResult is the compensate step's result ($.compensation).
+// CompensationResult is the compensate step's result. A compensation state goes straight to
+// its business ending, so the ASL's ResultSelector wraps it in that ending's Verdict
+// ($.verdict.compensation) and no later step reads it.
 type CompensationResult struct {
 	// Reason is the error that led here (PaymentDeclined, CustomerCanceled, HoldExpired).
 	Reason string `json:"reason"`
@@ -147,6 +155,10 @@ type ReconcileResult struct {
 	RetryAfterSeconds int    `json:"retryAfterSeconds,omitempty"`
 	ProviderStatus    string `json:"providerStatus,omitempty"`
 	Detail            string `json:"detail,omitempty"`
+	// Verdict is set with the outcomes that settle the reservation other than sold (expired,
+	// failed, canceled, voided, capture_failed): the business ending the ASL routes to outputs
+	// it ($.reconcile.verdict), as no state may be added to the path to write it elsewhere.
+	Verdict *Verdict `json:"verdict,omitempty"`
 }
 
 // Failure is what a Catch stores at $.failure.

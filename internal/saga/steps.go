@@ -2,24 +2,52 @@ package saga
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/statemachine"
 )
 
-// Metric names the steps count, with dimensions step and outcome.
+// Metric names the steps count. StepOutcome and CompensationOutcome have the dimensions step
+// and outcome, CompensationFailed and StepRetryableError step only; EMF publishes each with
+// the empty dimension set too, which the alarms read.
 const (
-	MetricStepOutcome         = "StepOutcome"
+	MetricStepOutcome = "StepOutcome"
+	// MetricCompensationOutcome counts what compensations did (voided, refund_requested,
+	// seats_released, reacquired): volume, which says nothing about whether they work.
 	MetricCompensationOutcome = "CompensationOutcome"
+	// MetricCompensationFailed counts failed compensations only (dimension step): every
+	// attempt of the compensate step, which voids, refunds and releases, that returns an
+	// error other than its hand-off to reconciliation (a decision that does not unwind, such
+	// as a late payment the policy keeps). An attempt the state machine then retries counts
+	// too: its void, refund or release did not happen. An escalation ends in that hand-off as
+	// well, so it is not seen here; MetricSettlementEscalated counts it where it is decided.
+	MetricCompensationFailed = "CompensationFailed"
+	// MetricStepRetryableError counts step attempts that end in an error the state machine
+	// retries for that step (dimension step), as statemachine/reservation.asl.json's Retry
+	// blocks say. The attempt that exhausts a retrier counts too, since a step cannot see
+	// its attempt number; a rate far above the rate of executions means retries are doing
+	// the work.
+	MetricStepRetryableError = "StepRetryableError"
 	// MetricProviderRefusals counts the provider's refusals of the system's own requests
 	// (dimension category); a burst means a configuration problem, not declining buyers.
 	MetricProviderRefusals = "ProviderRefusals"
+)
+
+// stepCompensate is the step that compensates, and outcomeHandedToReconcile its outcome when
+// the settlement decision goes on in reconciliation rather than unwinding.
+const (
+	stepCompensate           = "compensate"
+	outcomeHandedToReconcile = "handed_to_reconcile"
 )
 
 // Defaults for Steps' optional settings.
@@ -111,13 +139,20 @@ func (s *Steps) policy() reservation.LateSuccessPolicy {
 	return s.Policy
 }
 
-// outcome counts and logs how a step ended. err, when set, is the step error it returns.
+// outcome counts and logs how a step ended. err, when set, is the step error it returns. Every
+// step ends here, so this is where an attempt that failed is counted as a retryable error
+// when the state machine retries it. A failed compensation is counted by reconciliation, the
+// state the machine hands it to once its retries are spent (a step cannot tell its last
+// attempt), and by the settlement decision when it escalates.
 func (s *Steps) outcome(ctx context.Context, step string, in Input, outcome string, err error, attrs ...any) {
 	var refused *ProviderRefused
 	if errors.As(err, &refused) {
 		s.metrics().Count(MetricProviderRefusals, 1, metrics.Dim{Name: "category", Value: refused.Category})
 	}
 	s.metrics().Count(MetricStepOutcome, 1, metrics.Dim{Name: "step", Value: step}, metrics.Dim{Name: "outcome", Value: outcome})
+	if err != nil && retriedAfter(step, err) {
+		s.metrics().Count(MetricStepRetryableError, 1, metrics.Dim{Name: "step", Value: step})
+	}
 	args := append([]any{"step", step, "reservationId", in.ReservationID, "correlationId", in.CorrelationID, "outcome", outcome}, attrs...)
 	if err != nil {
 		args = append(args, "error", err.Error())
@@ -136,6 +171,109 @@ func (s *Steps) fail(ctx context.Context, step string, in Input, err error, attr
 
 func (s *Steps) compensation(step, outcome string) {
 	s.metrics().Count(MetricCompensationOutcome, 1, metrics.Dim{Name: "step", Value: step}, metrics.Dim{Name: "outcome", Value: outcome})
+}
+
+// compensationFailed counts a compensation that did not give back what it should have.
+func (s *Steps) compensationFailed(step string) {
+	s.metrics().Count(MetricCompensationFailed, 1, metrics.Dim{Name: "step", Value: step})
+}
+
+// reportedName is the name Step Functions matches a step's error by: the Lambda Go runtime
+// reports the routed error (Routable) under its Go type name, the element's for a pointer.
+func reportedName(err error) string {
+	t := reflect.TypeOf(Routable(err))
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// retriedAfter reports whether the state machine retries step after it returns err.
+func retriedAfter(step string, err error) bool {
+	return retriedIn(stepRetries[step], reportedName(err))
+}
+
+// retriedIn reports whether every state that invokes a step (its Retry in states) retries the
+// error named name: a step does not know which state invoked it, so it counts a retry only
+// when any of them would make one.
+func retriedIn(states [][]retrier, name string) bool {
+	if len(states) == 0 {
+		return false
+	}
+	for _, retriers := range states {
+		if !retries(retriers, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// retrier is one entry of a Task state's Retry.
+type retrier struct {
+	ErrorEquals []string
+	MaxAttempts *int
+}
+
+// retries applies a state's Retry as Step Functions does: the first retrier whose ErrorEquals
+// matches the error decides, and retries unless its MaxAttempts is 0 (the default is 3).
+// States.ALL matches every error, States.TaskFailed every error but a timeout, which a step's
+// own error never is.
+func retries(retriers []retrier, name string) bool {
+	for _, r := range retriers {
+		if slices.Contains(r.ErrorEquals, name) || slices.Contains(r.ErrorEquals, "States.ALL") ||
+			slices.Contains(r.ErrorEquals, "States.TaskFailed") {
+			return r.MaxAttempts == nil || *r.MaxAttempts > 0
+		}
+	}
+	return false
+}
+
+// stepRetries is the state machine's Retry of every Task state, by the step function the state
+// invokes: the definition is the one place that says which errors are retried, so the steps
+// read it rather than keep a list of their own.
+var stepRetries = retriesOf(statemachine.Definition())
+
+// retriesOf reads each Task state's Retry from def, keyed by the step whose function the state
+// invokes: its Resource, or for a service integration its Parameters.FunctionName, is that
+// step's placeholder. A definition that does not parse panics: the embedded one is parsed by
+// statemachine's tests, so only a broken build could get here.
+func retriesOf(def []byte) map[string][][]retrier {
+	var parsed struct {
+		States map[string]struct {
+			Type       string
+			Resource   string
+			Parameters map[string]json.RawMessage
+			Retry      []retrier
+		}
+	}
+	if err := json.Unmarshal(def, &parsed); err != nil {
+		panic(fmt.Sprintf("saga: %s: %v", statemachine.File, err))
+	}
+	out := map[string][][]retrier{}
+	for _, st := range parsed.States {
+		if st.Type != "Task" {
+			continue
+		}
+		target := st.Resource
+		if _, integration := statemachine.IntegrationFor(placeholderName(target)); integration {
+			target = ""
+			_ = json.Unmarshal(st.Parameters["FunctionName"], &target)
+		}
+		step, ok := statemachine.StepFor(placeholderName(target))
+		if !ok {
+			continue
+		}
+		out[step.Name] = append(out[step.Name], st.Retry)
+	}
+	return out
+}
+
+// placeholderName is the name inside a whole-value placeholder ${Name}, or "".
+func placeholderName(v string) string {
+	if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
+		return v[2 : len(v)-1]
+	}
+	return ""
 }
 
 // isTransactionConflict recognises a cancelled transaction without importing the adapter: any

@@ -9,7 +9,9 @@
 // idempotency key {reservationId}:capture). Racing a live saga is harmless: whoever writes first
 // wins, the other's conditional write changes nothing, and the provider dedupes the capture.
 //
-// Every run publishes the backlog an operator alarms on (metrics.Recorder) and returns it.
+// Every run publishes the backlog an operator alarms on (metrics.Recorder) and returns it,
+// with the age of the oldest execution of the state machine still running, which catches a
+// saga stuck in a loop before any hold or payment of it shows up in the backlog.
 package sweeper
 
 import (
@@ -32,7 +34,9 @@ import (
 	"github.com/seatsaga/seatsaga/internal/saga"
 )
 
-// Metric names the sweeper publishes each run (values, not increments: one data point per run).
+// Metric names the sweeper publishes each run. All but MetricSweepActions are gauges (levels,
+// not increments: one data point per run, never summed): the counts of things in Unit Count,
+// the ...AgeSeconds in Unit Seconds.
 const (
 	MetricExpiredHoldsUnreleased            = "ExpiredHoldsUnreleased"
 	MetricExpiredHoldOldestAgeSeconds       = "ExpiredHoldOldestAgeSeconds"
@@ -40,6 +44,10 @@ const (
 	MetricUnresolvedPaymentOldestAgeSeconds = "UnresolvedPaymentOldestAgeSeconds"
 	MetricReconciliationBacklog             = "ReconciliationBacklog"
 	MetricAuthorizationsNearCaptureDeadline = "AuthorizationsNearCaptureDeadline"
+	// MetricOldestRunningExecutionAgeSeconds is how long ago the oldest RUNNING execution of
+	// the reservation state machine started, 0 when none runs. A run that could not list the
+	// executions leaves it out rather than publish a 0 that would clear the alarm.
+	MetricOldestRunningExecutionAgeSeconds = "OldestRunningExecutionAgeSeconds"
 	// MetricSweepActions counts what the sweeper did, dimension "action".
 	MetricSweepActions = "SweepActions"
 )
@@ -72,20 +80,46 @@ type Executions interface {
 	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, optFns ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
 }
 
+// RunningExecutions lists the RUNNING executions of a state machine one page at a time
+// (internal/sweeper/sfnadapter does it with Step Functions' ListExecutions). The port speaks in
+// start times and page tokens only, so the paging policy stays here and is tested here.
+type RunningExecutions interface {
+	// RunningExecutions returns the page of stateMachineARN's RUNNING executions that
+	// pageToken names ("" for the first).
+	RunningExecutions(ctx context.Context, stateMachineARN, pageToken string) (RunningPage, error)
+}
+
+// RunningPage is one page of RUNNING executions.
+type RunningPage struct {
+	// Started holds when each execution on the page started.
+	Started []time.Time
+	// Next is the token of the following page; "" on the last.
+	Next string
+}
+
 // Defaults for the optional settings.
 const (
 	DefaultBatch          = 200
 	DefaultConcurrency    = 8
 	DefaultStuckAfter     = time.Hour
 	DefaultCaptureWarning = 24 * time.Hour
+	// DefaultRunningPages bounds the pages of RUNNING executions one run reads. Step Functions
+	// lists them newest first, so the oldest is on the last page and a run has to page to the
+	// end; the bound keeps one run within its timeout and within ListExecutions' request
+	// rate when a flood of executions runs (at the adapter's 1000 a page, 20 pages is 20,000
+	// running executions, far beyond a sale's). A run that reaches it logs a warning and
+	// publishes the oldest it saw, which then understates the true age.
+	DefaultRunningPages = 20
 )
 
-// Deps is what the sweeper needs. Backlog, Expirer, Reconciler and SFN are required.
+// Deps is what the sweeper needs. Backlog, Expirer, Reconciler, SFN and Running are required.
 type Deps struct {
 	Backlog    Backlog
 	Expirer    Expirer
 	Reconciler Reconciler
 	SFN        Executions
+	// Running lists the state machine's RUNNING executions, for the age of the oldest.
+	Running RunningExecutions
 	// StateMachineARN names executions of reservations that have not stored their ARN
 	// (executions are named by reservation id).
 	StateMachineARN string
@@ -102,9 +136,12 @@ type Deps struct {
 	// it settles at a time (default DefaultConcurrency).
 	Batch       int
 	Concurrency int
-	Now         func() time.Time
-	Logger      *slog.Logger
-	Metrics     metrics.Recorder
+	// RunningPages bounds the pages of RUNNING executions a run reads (default
+	// DefaultRunningPages).
+	RunningPages int
+	Now          func() time.Time
+	Logger       *slog.Logger
+	Metrics      metrics.Recorder
 }
 
 // Sweeper runs sweeps.
@@ -123,6 +160,8 @@ func New(d Deps) (*Sweeper, error) {
 		return nil, errors.New("sweeper: Reconciler is required")
 	case d.SFN == nil:
 		return nil, errors.New("sweeper: SFN is required")
+	case d.Running == nil:
+		return nil, errors.New("sweeper: Running is required")
 	}
 	if d.Grace < 0 {
 		d.Grace = 0
@@ -138,6 +177,9 @@ func New(d Deps) (*Sweeper, error) {
 	}
 	if d.Concurrency <= 0 {
 		d.Concurrency = DefaultConcurrency
+	}
+	if d.RunningPages <= 0 {
+		d.RunningPages = DefaultRunningPages
 	}
 	d.Now, d.Logger, d.Metrics = obs.Defaults(d.Now, d.Logger, d.Metrics)
 	return &Sweeper{d: d}, nil
@@ -168,6 +210,11 @@ type Result struct {
 	// holds plus unresolved payments.
 	ReconciliationBacklog             int `json:"reconciliationBacklog"`
 	AuthorizationsNearCaptureDeadline int `json:"authorizationsNearCaptureDeadline"`
+	// OldestRunningExecutionAgeSeconds is the age of the oldest RUNNING execution of the
+	// state machine, 0 when none runs. RunningExecutionsUnknown says the executions could not
+	// be listed: the age is then 0 here but was not published.
+	OldestRunningExecutionAgeSeconds int64 `json:"oldestRunningExecutionAgeSeconds"`
+	RunningExecutionsUnknown         bool  `json:"runningExecutionsUnknown,omitempty"`
 }
 
 // Handle is the Lambda entry point for the schedule's event (its content is not used).
@@ -243,14 +290,55 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	res.ExpiredHoldOldestAgeSeconds = ageSeconds(now, oldestHold)
 	res.UnresolvedPaymentOldestAgeSeconds = ageSeconds(now, oldestPayment)
 	res.ReconciliationBacklog = res.ExpiredHoldsUnreleased + res.UnresolvedPayments
+	if age, ok := s.oldestRunning(ctx, now); ok {
+		res.OldestRunningExecutionAgeSeconds = age
+	} else {
+		res.RunningExecutionsUnknown = true
+	}
 	s.publish(res)
 	s.d.Logger.InfoContext(ctx, "sweeper: run finished",
 		"holdsExamined", res.HoldsExamined, "paymentsExamined", res.PaymentsExamined,
 		"released", res.Released, "reconciled", res.Reconciled, "captured", res.Captured, "leftToSaga", res.LeftToSaga,
 		"lostRaces", res.LostRaces, "errors", res.Errors,
 		"expiredHoldsUnreleased", res.ExpiredHoldsUnreleased, "unresolvedPayments", res.UnresolvedPayments,
-		"reconciliationBacklog", res.ReconciliationBacklog)
+		"reconciliationBacklog", res.ReconciliationBacklog,
+		"oldestRunningExecutionAgeSeconds", res.OldestRunningExecutionAgeSeconds, "runningExecutionsUnknown", res.RunningExecutionsUnknown)
 	return res, nil
+}
+
+// oldestRunning pages through the state machine's RUNNING executions, up to RunningPages, and
+// returns the age in seconds of the oldest one it saw (0 when none runs). It reports false
+// when they could not be listed: a failed page leaves nothing worth publishing, since the
+// pages read before it hold the newest executions and would understate the age. The sweep's
+// other work does not depend on it.
+func (s *Sweeper) oldestRunning(ctx context.Context, now time.Time) (int64, bool) {
+	if s.d.StateMachineARN == "" {
+		s.d.Logger.ErrorContext(ctx, "sweeper: no state machine ARN to list running executions of")
+		return 0, false
+	}
+	var oldest time.Time
+	seen, token := 0, ""
+	for page := 0; ; page++ {
+		if page == s.d.RunningPages {
+			s.d.Logger.WarnContext(ctx, "sweeper: stopped listing running executions at the page bound; older ones may run",
+				"pages", page, "executionsSeen", seen, "oldestSeen", oldest)
+			break
+		}
+		p, err := s.d.Running.RunningExecutions(ctx, s.d.StateMachineARN, token)
+		if err != nil {
+			s.d.Logger.ErrorContext(ctx, "sweeper: list running executions", "error", err.Error(), "pagesRead", page)
+			return 0, false
+		}
+		for _, started := range p.Started {
+			seen++
+			oldest = earliest(oldest, started)
+		}
+		if p.Next == "" {
+			break
+		}
+		token = p.Next
+	}
+	return ageSeconds(now, oldest), true
 }
 
 // job is one reservation to sweep; payment marks one found on the reconciliation index only
@@ -359,14 +447,20 @@ func (s *Sweeper) running(ctx context.Context, r reservation.Reservation) (bool,
 	return out.Status == sfntypes.ExecutionStatusRunning, nil
 }
 
+// publish publishes the run's backlog figures as gauges: each is a level measured now, which
+// a buffered recorder must not add to another run's.
 func (s *Sweeper) publish(res Result) {
 	m := s.d.Metrics
-	m.Count(MetricExpiredHoldsUnreleased, int64(res.ExpiredHoldsUnreleased))
-	m.Count(MetricExpiredHoldOldestAgeSeconds, res.ExpiredHoldOldestAgeSeconds)
-	m.Count(MetricUnresolvedPayments, int64(res.UnresolvedPayments))
-	m.Count(MetricUnresolvedPaymentOldestAgeSeconds, res.UnresolvedPaymentOldestAgeSeconds)
-	m.Count(MetricReconciliationBacklog, int64(res.ReconciliationBacklog))
-	m.Count(MetricAuthorizationsNearCaptureDeadline, int64(res.AuthorizationsNearCaptureDeadline))
+	m.Gauge(MetricExpiredHoldsUnreleased, float64(res.ExpiredHoldsUnreleased), metrics.UnitCount)
+	m.Gauge(MetricExpiredHoldOldestAgeSeconds, float64(res.ExpiredHoldOldestAgeSeconds), metrics.UnitSeconds)
+	m.Gauge(MetricUnresolvedPayments, float64(res.UnresolvedPayments), metrics.UnitCount)
+	m.Gauge(MetricUnresolvedPaymentOldestAgeSeconds, float64(res.UnresolvedPaymentOldestAgeSeconds), metrics.UnitSeconds)
+	m.Gauge(MetricReconciliationBacklog, float64(res.ReconciliationBacklog), metrics.UnitCount)
+	m.Gauge(MetricAuthorizationsNearCaptureDeadline, float64(res.AuthorizationsNearCaptureDeadline), metrics.UnitCount)
+	if !res.RunningExecutionsUnknown {
+		// Left out when unknown: a missing data point breaches the alarm, a 0 would clear it.
+		m.Gauge(MetricOldestRunningExecutionAgeSeconds, float64(res.OldestRunningExecutionAgeSeconds), metrics.UnitSeconds)
+	}
 }
 
 func (s *Sweeper) count(action string) {

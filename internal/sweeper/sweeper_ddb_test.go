@@ -53,12 +53,19 @@ func (r *ddbRig) sweeper(t *testing.T, now func() time.Time, provider saga.Payme
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sweeper.New(sweeper.Deps{Backlog: inv, Expirer: inv, Reconciler: steps, SFN: sagatest.NewStepFunctions(), StateMachineARN: sweeper.Machine,
+	s, err := sweeper.New(sweeper.Deps{Backlog: inv, Expirer: inv, Reconciler: steps, SFN: sagatest.NewStepFunctions(), Running: noneRunning{}, StateMachineARN: sweeper.Machine,
 		Grace: 2 * time.Minute, Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// noneRunning is a state machine with no RUNNING execution.
+type noneRunning struct{}
+
+func (noneRunning) RunningExecutions(context.Context, string, string) (sweeper.RunningPage, error) {
+	return sweeper.RunningPage{}, nil
 }
 
 func (r *ddbRig) claim(t *testing.T, id string, seats ...string) reservation.Reservation {

@@ -67,22 +67,41 @@ type rig struct {
 	inv     *sagatest.IndexedStore
 	rec     *fakeReconciler
 	sfn     *sagatest.StepFunctions
+	running *fakeRunning
 	metrics *metrics.Memory
 	s       *Sweeper
 }
 
-func newRig(t *testing.T) *rig {
+// rigOption adjusts the rig's Deps before the sweeper is built.
+type rigOption func(*Deps)
+
+func newRig(t *testing.T, opts ...rigOption) *rig {
 	t.Helper()
-	r := &rig{clock: clock.NewFake(t0), sfn: sagatest.NewStepFunctions(), metrics: metrics.NewMemory()}
+	r := &rig{clock: clock.NewFake(t0), sfn: sagatest.NewStepFunctions(), running: newFakeRunning(), metrics: metrics.NewMemory()}
 	r.inv = sagatest.NewIndexedStore(r.clock.Now)
 	r.rec = &fakeReconciler{inv: r.inv, now: r.clock.Now, outcomes: map[string]string{}}
-	s, err := New(Deps{Backlog: r.inv, Expirer: r.inv, Reconciler: r.rec, SFN: r.sfn, StateMachineARN: machine,
-		Grace: 2 * time.Minute, Now: r.clock.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: r.metrics})
+	d := Deps{Backlog: r.inv, Expirer: r.inv, Reconciler: r.rec, SFN: r.sfn, Running: r.running, StateMachineARN: machine,
+		Grace: 2 * time.Minute, Now: r.clock.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: r.metrics}
+	for _, o := range opts {
+		o(&d)
+	}
+	s, err := New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.s = s
 	return r
+}
+
+// gauge is the last value the run published for a gauge; a gauge that was not published
+// fails the test.
+func (r *rig) gauge(t *testing.T, name string) metrics.Reading {
+	t.Helper()
+	g, ok := r.metrics.Last(name)
+	if !ok {
+		t.Fatalf("%s was not published", name)
+	}
+	return g
 }
 
 // execution records the reservation's execution with a status.
@@ -272,11 +291,11 @@ func TestSweep(t *testing.T) {
 			if res.Inventory != tc.wantInventory || res.Payment != tc.wantPayment {
 				t.Fatalf("r1 is %s/%s, want %s/%s", res.Inventory, res.Payment, tc.wantInventory, tc.wantPayment)
 			}
-			if v := r.metrics.Get(MetricReconciliationBacklog); v != int64(tc.want.ReconciliationBacklog) {
-				t.Fatalf("published backlog %d", v)
+			if g := r.gauge(t, MetricReconciliationBacklog); g != (metrics.Reading{Value: float64(tc.want.ReconciliationBacklog), Unit: metrics.UnitCount}) {
+				t.Fatalf("published backlog %+v", g)
 			}
-			if v := r.metrics.Get(MetricExpiredHoldsUnreleased); v != int64(tc.want.ExpiredHoldsUnreleased) {
-				t.Fatalf("published expired holds %d", v)
+			if g := r.gauge(t, MetricExpiredHoldsUnreleased); g != (metrics.Reading{Value: float64(tc.want.ExpiredHoldsUnreleased), Unit: metrics.UnitCount}) {
+				t.Fatalf("published expired holds %+v", g)
 			}
 			for _, in := range r.rec.calls {
 				if in.ReservationID != "r1" || in.CustomerID != "c" || in.Currency != "eur" || len(in.SeatIDs) != 1 {

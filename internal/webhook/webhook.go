@@ -140,8 +140,12 @@ type Result struct {
 var errRetryLater = errors.New("webhook: retry later")
 
 // Handle serves API Gateway proxy events: 200 when processed (or a duplicate), 400 when the
-// signature does not verify (nothing recorded), 503/500 when the provider should redeliver,
-// among them 503 when the signature cannot be checked now because its secret is unreadable.
+// signature does not verify (nothing recorded), 409 when the event is ahead of the
+// reservation (its PaymentIntent not recorded yet, or another delivery reporting it), and
+// 503/500 when the system itself failed: 503 when the signature cannot be checked now because
+// its secret is unreadable. Stripe redelivers any answer but a 2xx. An event that arrives early
+// is normal in every sale, so it is answered 4xx: a 5xx would count in the API's 5XXError
+// metric, whose alarm must mean that something is broken.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	payload := []byte(req.Body)
 	if req.IsBase64Encoded {
@@ -175,7 +179,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	case errors.As(err, &rejected):
 		return respond(http.StatusBadRequest, map[string]string{"code": "invalid_signature", "message": "the webhook signature does not verify: " + string(rejected.Reason)}), nil
 	case errors.Is(err, errRetryLater):
-		resp := respond(http.StatusServiceUnavailable, map[string]string{"code": "retry_later", "message": "the event is being processed; redeliver later"})
+		resp := respond(http.StatusConflict, map[string]string{"code": "retry_later", "message": "the event is being processed; redeliver later"})
 		resp.Headers["Retry-After"] = "5"
 		return resp, nil
 	case err != nil:

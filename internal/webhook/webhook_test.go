@@ -246,7 +246,7 @@ func TestWebhookOutcomes(t *testing.T) {
 			r.change(func(res *reservation.Reservation) {
 				res.PaymentIntentID, res.TaskToken, res.Payment = "", "", reservation.NotStarted
 			})
-		}, wantStatus: 503, wantPayment: reservation.NotStarted},
+		}, wantStatus: 409, wantPayment: reservation.NotStarted},
 		{name: "a concurrent writer moves first: read again", sig: "ok", pi: "pi_1", setup: func(r *rig) {
 			r.store.Fail[sagatest.OpUpdatePayment] = &reservation.StaleVersion{ReservationID: "r1", Expected: 3, Actual: 4}
 		},
@@ -343,7 +343,7 @@ func TestWebhookConcurrentDeliveries(t *testing.T) {
 	wg.Wait()
 	close(statuses)
 	for s := range statuses {
-		if s != 200 && s != 503 {
+		if s != 200 && s != 409 {
 			t.Fatalf("status %d", s)
 		}
 	}
@@ -361,7 +361,7 @@ func TestWebhookCrashBeforeCallback(t *testing.T) {
 	if resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok"); resp.StatusCode != 500 {
 		t.Fatalf("first: %d", resp.StatusCode)
 	}
-	if resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok"); resp.StatusCode != 503 {
+	if resp := r.deliver(t, "evt_1", "payment_intent.amount_capturable_updated", "pi_1", "ok"); resp.StatusCode != 409 {
 		t.Fatalf("inside the lease: %d %s", resp.StatusCode, resp.Body)
 	}
 	r.clock.Advance(DefaultCallbackLease + time.Second)

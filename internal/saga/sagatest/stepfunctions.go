@@ -25,6 +25,8 @@ type Execution struct {
 	Input                      string
 	Status                     sfntypes.ExecutionStatus
 	StartDate                  time.Time
+	// Output is a succeeded execution's output, Error a failed one's (see End).
+	Output, Error string
 }
 
 // TaskAnswer is one SendTaskSuccess or SendTaskFailure call and what it was answered.
@@ -137,6 +139,19 @@ func (f *StepFunctions) SetStatus(arn string, status sfntypes.ExecutionStatus) b
 	return ok
 }
 
+// End ends a known execution as the state machine would: SUCCEEDED with output (a business
+// ending's verdict, or Confirmed's state), or another status with errorName; it reports whether
+// the execution exists.
+func (f *StepFunctions) End(arn string, status sfntypes.ExecutionStatus, output, errorName string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ex, ok := f.executions[arn]
+	if ok {
+		ex.Status, ex.Output, ex.Error = status, output, errorName
+	}
+	return ok
+}
+
 // Execution returns the execution with the ARN.
 func (f *StepFunctions) Execution(arn string) (Execution, bool) {
 	f.mu.Lock()
@@ -232,8 +247,15 @@ func (f *StepFunctions) DescribeExecution(_ context.Context, in *sfn.DescribeExe
 		return nil, &sfntypes.ExecutionDoesNotExist{Message: aws.String("Execution Does Not Exist: '" + arn + "'")}
 	}
 	start := ex.StartDate
-	return &sfn.DescribeExecutionOutput{ExecutionArn: aws.String(ex.ARN), Name: aws.String(ex.Name),
-		StateMachineArn: aws.String(ex.StateMachineARN), Input: aws.String(ex.Input), Status: ex.Status, StartDate: &start}, nil
+	out := &sfn.DescribeExecutionOutput{ExecutionArn: aws.String(ex.ARN), Name: aws.String(ex.Name),
+		StateMachineArn: aws.String(ex.StateMachineARN), Input: aws.String(ex.Input), Status: ex.Status, StartDate: &start}
+	if ex.Output != "" {
+		out.Output = aws.String(ex.Output)
+	}
+	if ex.Error != "" {
+		out.Error = aws.String(ex.Error)
+	}
+	return out, nil
 }
 
 // SendTaskSuccess answers a task token with success.

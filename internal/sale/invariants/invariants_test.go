@@ -42,13 +42,15 @@ func healthy() Snapshot {
 			{ReservationID: "r5", PaymentIntentID: "pi_5", Status: "requires_capture", Amount: 1000, Currency: "eur"},
 			{ReservationID: "rc", PaymentIntentID: "pi_c", Status: "succeeded", Amount: 1000, Currency: "eur", Captured: 1000, Refunded: 1000},
 		},
+		// A decline (r2), a voided payment (r3) and a cancel (rc) are business endings: their
+		// executions succeed like the sales' (r1, r4).
 		Executions: []Execution{
 			{Name: "r1", ARN: "arn:r1", Status: "SUCCEEDED"},
-			{Name: "r2", ARN: "arn:r2", Status: "FAILED"},
-			{Name: "r3", ARN: "arn:r3", Status: "FAILED"},
+			{Name: "r2", ARN: "arn:r2", Status: "SUCCEEDED"},
+			{Name: "r3", ARN: "arn:r3", Status: "SUCCEEDED"},
 			{Name: "r4", ARN: "arn:r4", Status: "SUCCEEDED"},
 			{Name: "r5", ARN: "arn:r5", Status: ExecRunning},
-			{Name: "rc", ARN: "arn:rc", Status: "FAILED"},
+			{Name: "rc", ARN: "arn:rc", Status: "SUCCEEDED"},
 		},
 		Published: []Publication{
 			{EventID: "ev1", Payload: []byte(`{"type":"SeatHeld","v":1}`)},

@@ -46,6 +46,19 @@ type Sample struct {
 	Counts map[string]int `json:"counts"`
 }
 
+// AlarmMark is one alarm state change during the run, on the timeline's axis.
+type AlarmMark struct {
+	// At is seconds since the run started (wall clock), like Sample.At.
+	At float64 `json:"at"`
+	// StackTime is when it happened on the stack's clock.
+	StackTime string `json:"stackTime"`
+	Alarm     string `json:"alarm"`
+	// From and To are CloudWatch's states (OK, ALARM, INSUFFICIENT_DATA).
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+}
+
 // Histogram is a latency distribution in buckets.
 type Histogram struct {
 	Title   string  `json:"title"`
@@ -74,6 +87,8 @@ type Report struct {
 	// PAYMENT_PENDING, CONFIRMED).
 	SeatStates []string
 	Timeline   []Sample
+	// Alarms are the alarm state changes, drawn on the timeline and listed below it.
+	Alarms     []AlarmMark
 	Histograms []Histogram
 	Bars       []BarChart
 	Graph      *Graph
@@ -190,6 +205,7 @@ func Write(w io.Writer, r Report) error {
 	data, err := json.Marshal(map[string]any{
 		"seatStates": r.SeatStates,
 		"timeline":   r.Timeline,
+		"alarms":     r.Alarms,
 		"histograms": r.Histograms,
 		"bars":       r.Bars,
 	})
@@ -362,6 +378,10 @@ figcaption{font-weight:600;margin-bottom:4px}
 <h2>Seats by state over time</h2>
 <div class="charts"><figure><canvas id="timeline" width="900" height="300" data-chart="timeline"></canvas></figure></div>
 
+<h2>Alarms</h2>
+<p class="meta">The deployment's CloudWatch alarms, evaluated on the stack's clock over the metrics the run published; red marks on the timeline are alarms firing, green ones clearing.</p>
+{{if .Alarms}}<table id="alarms"><tr><th>at</th><th>stack time</th><th>alarm</th><th>change</th><th>reason</th></tr>{{range .Alarms}}<tr class="{{if eq .To "ALARM"}}fail{{end}}"><td class="v">{{printf "%.1f" .At}}s</td><td class="v">{{.StackTime}}</td><td>{{.Alarm}}</td><td>{{.From}} → {{.To}}</td><td>{{.Reason}}</td></tr>{{end}}</table>{{else}}<p id="alarms">No alarm changed state.</p>{{end}}
+
 <h2>Latency</h2>
 <div class="charts" id="histograms"></div>
 
@@ -392,7 +412,7 @@ figcaption{font-weight:600;margin-bottom:4px}
     ctx.beginPath(); ctx.moveTo(pad.l, pad.t); ctx.lineTo(pad.l, h-pad.b); ctx.lineTo(w-pad.r, h-pad.b); ctx.stroke();
   }
   function niceMax(v){ if (v <= 0) return 1; var p = Math.pow(10, Math.floor(Math.log10(v))); var m = v / p; return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p; }
-  function drawTimeline(canvas, states, samples){
+  function drawTimeline(canvas, states, samples, alarms){
     var ctx = canvas.getContext('2d'), w = canvas.width, h = canvas.height, pad = {l:50, r:150, t:10, b:30};
     ctx.clearRect(0,0,w,h); ctx.font = '12px sans-serif';
     if (!samples.length){ ctx.fillText('no samples', pad.l+10, h/2); return; }
@@ -412,6 +432,13 @@ figcaption{font-weight:600;margin-bottom:4px}
       ctx.stroke();
       ctx.fillStyle = color(st, k); ctx.fillRect(w-pad.r+12, pad.t+18*k, 12, 12);
       ctx.fillStyle = '#333'; ctx.fillText(st + ' ' + (samples[samples.length-1].counts[st]||0), w-pad.r+30, pad.t+18*k+10);
+    });
+    (alarms || []).forEach(function(a, i){
+      if (a.to !== 'ALARM' && a.from !== 'ALARM') return;
+      var x = pad.l + (w-pad.l-pad.r) * Math.min(a.at / tMax, 1);
+      ctx.strokeStyle = a.to === 'ALARM' ? '#c0392b' : '#2e9d4c'; ctx.lineWidth = 1; ctx.setLineDash([4,3]);
+      ctx.beginPath(); ctx.moveTo(x, pad.t); ctx.lineTo(x, h-pad.b); ctx.stroke(); ctx.setLineDash([]);
+      if (a.to === 'ALARM'){ ctx.fillStyle = '#c0392b'; ctx.fillText(a.alarm, x+3, pad.t+12+12*(i%6)); }
     });
   }
   function drawBars(canvas, bars, fill, note){
@@ -438,7 +465,7 @@ figcaption{font-weight:600;margin-bottom:4px}
   try {
     var data = JSON.parse(document.getElementById('report-data').textContent);
     var drawn = 0;
-    drawTimeline(document.getElementById('timeline'), data.seatStates || [], data.timeline || []); drawn++;
+    drawTimeline(document.getElementById('timeline'), data.seatStates || [], data.timeline || [], data.alarms || []); drawn++;
     (data.histograms || []).forEach(function(hg, i){
       var note = hg.n ? ('n=' + hg.n + '  p50 ' + hg.p50.toFixed(1) + hg.unit + '  p95 ' + hg.p95.toFixed(1) + hg.unit + '  p99 ' + hg.p99.toFixed(1) + hg.unit) : 'no samples';
       drawBars(figure(document.getElementById('histograms'), hg.title, 'hist-'+i, 440, 240), hg.buckets || [], '#2f6db5', note); drawn++;

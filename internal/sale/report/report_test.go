@@ -165,3 +165,34 @@ func TestPageIsSelfContained(t *testing.T) {
 		t.Error("title not escaped")
 	}
 }
+
+// The alarms a run fired are listed with when and why, and handed to the timeline's script;
+// a run without any says so.
+func TestAlarmsAreListedAndMarkedOnTheTimeline(t *testing.T) {
+	r := Report{Title: "demo", SeatStates: []string{"HELD"}, Timeline: []Sample{{At: 0, Counts: map[string]int{"HELD": 1}}},
+		Alarms: []AlarmMark{
+			{At: 12.5, StackTime: "02:10:00", Alarm: "WebhookRejected", From: "OK", To: "ALARM", Reason: "Threshold Crossed: 1 datapoint <b>"},
+			{At: 30, StackTime: "02:20:00", Alarm: "WebhookRejected", From: "ALARM", To: "OK", Reason: "Threshold Crossed: back"},
+		}}
+	var buf bytes.Buffer
+	if err := Write(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`<table id="alarms">`, "WebhookRejected", "OK → ALARM", "ALARM → OK", "12.5s", `"alarm":"WebhookRejected"`, "drawTimeline(document.getElementById('timeline'), data.seatStates || [], data.timeline || [], data.alarms || [])"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "datapoint <b>") {
+		t.Error("an alarm's reason is not escaped")
+	}
+	buf.Reset()
+	r.Alarms = nil
+	if err := Write(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "No alarm changed state.") {
+		t.Error("a run without alarm changes does not say so")
+	}
+}

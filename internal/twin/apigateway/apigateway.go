@@ -67,6 +67,21 @@ type Options struct {
 	// MaxBodyBytes bounds request bodies (API Gateway: 10 MB).
 	MaxBodyBytes int64
 	Logger       *slog.Logger
+	// Observer, when set, is told about every request answered, whether or not a route
+	// matched: what API Gateway publishes as the API's metrics (Count, 4XXError, 5XXError,
+	// Latency). It runs on the request's goroutine and must not block.
+	Observer func(Request)
+}
+
+// Request is one answered request.
+type Request struct {
+	Method string
+	// Resource is the matched route's resource path, empty when none matched.
+	Resource string
+	Status   int
+	// Latency is from receiving the request to the answer, what API Gateway's Latency
+	// measures.
+	Latency time.Duration
 }
 
 // Server serves the routes.
@@ -147,6 +162,40 @@ func splitPath(p string) []string {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if s.opts.Observer == nil {
+		s.serve(w, r, start)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	resource := s.serve(sw, r, start)
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	s.opts.Observer(Request{Method: r.Method, Resource: resource, Status: sw.status, Latency: time.Since(start)})
+}
+
+// statusWriter remembers the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// serve answers one request and returns the resource of the route it matched ("" for none).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, start time.Time) string {
 	requestID := newRequestID()
 	w.Header().Set("X-Amzn-Requestid", requestID)
 
@@ -154,7 +203,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		// What API Gateway REST answers for a path or method it has no resource for.
 		writeMessage(w, http.StatusForbidden, "Missing Authentication Token")
-		return
+		return ""
 	}
 	for k, v := range params {
 		// API Gateway passes path parameters URL-decoded.
@@ -166,30 +215,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if route.Authorized {
 		if s.opts.Authorizer == nil {
 			writeMessage(w, http.StatusInternalServerError, "Internal server error")
-			return
+			return route.Resource
 		}
 		claims, err := s.opts.Authorizer.Verify(r.Header.Get("Authorization"))
 		if err != nil {
 			s.log.Info("apigateway: unauthorized", "requestId", requestID, "route", route.Method+" "+route.Resource, "reason", err.Error())
 			writeMessage(w, http.StatusUnauthorized, "Unauthorized")
-			return
+			return route.Resource
 		}
 		authorizer = claims.AuthorizerContext()
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxBodyBytes+1))
 	if err != nil {
 		writeMessage(w, http.StatusBadRequest, "Could not read request body")
-		return
+		return route.Resource
 	}
 	if int64(len(body)) > s.opts.MaxBodyBytes {
 		writeMessage(w, http.StatusRequestEntityTooLarge, "Request Too Long")
-		return
+		return route.Resource
 	}
 	ev := s.event(r, route, params, authorizer, body, requestID, start)
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		writeMessage(w, http.StatusInternalServerError, "Internal server error")
-		return
+		return route.Resource
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.Timeout)
 	defer cancel()
@@ -213,6 +262,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Debug("apigateway: request", "requestId", requestID, "method", r.Method, "path", r.URL.Path,
 		"function", route.Function, "status", status, "durationMs", time.Since(start).Milliseconds())
+	return route.Resource
 }
 
 func (s *Server) event(r *http.Request, route Route, params map[string]string, authorizer map[string]any,

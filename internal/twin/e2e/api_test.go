@@ -15,6 +15,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
@@ -207,9 +208,7 @@ func TestAPIIdempotencyKeyMakesOneReservation(t *testing.T) {
 		t.Fatalf("other body: %d %s", other.Status, other.Raw)
 	}
 	x := e.Finish(e.Stack.ExecutionARN(id))
-	if x.Status != "SUCCEEDED" {
-		t.Fatalf("execution %s %s: %s (path %v)", x.Status, x.Error, x.Cause, x.Path)
-	}
+	e.ExpectEnding(x, saga.EndConfirmed)
 	after := callAPI(e, "POST", "/events/ev1/reservations", "alice", "order-42", body)
 	if after.Status != http.StatusAccepted || after.str("reservationId") != id || after.str("status") != string(reservation.Confirmed) {
 		t.Fatalf("replay after the saga: %d %s", after.Status, after.Raw)
@@ -262,9 +261,7 @@ func expectConcurrentRetriesStartOneExecution(e *Env, seat string) {
 		e.T.Fatalf("%d executions after concurrent retries, want %d", n, before+1)
 	}
 	x := e.Finish(e.Stack.ExecutionARN(want))
-	if x.Status != "SUCCEEDED" {
-		e.T.Fatalf("carol's execution %s %s: %s", x.Status, x.Error, x.Cause)
-	}
+	e.ExpectEnding(x, saga.EndConfirmed)
 }
 
 func countType(types []outbox.Type, t outbox.Type) int {
@@ -315,6 +312,7 @@ func TestAPIStatusShowsThePaymentStepAndCancelIsIdempotent(t *testing.T) {
 		t.Fatalf("DELETE again: %d %s", again.Status, again.Raw)
 	}
 	x := e.Finish(e.Stack.ExecutionARN(id))
+	e.ExpectEnding(x, saga.EndCustomerCanceled)
 	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Void payment after customer cancel", "Canceled by customer")
 	e.ExpectReservation(id, reservation.Released, reservation.Canceled)
 	if after := callAPI(e, "DELETE", "/reservations/"+id, "alice", "", ""); after.Status != http.StatusOK || after.str("status") != string(reservation.Released) {
@@ -323,9 +321,7 @@ func TestAPIStatusShowsThePaymentStepAndCancelIsIdempotent(t *testing.T) {
 
 	// A confirmed reservation cannot be canceled.
 	paid := postReservation(e, "bob", "b1", stripesim.PaymentMethodVisa, seats[1])
-	if px := e.Finish(e.Stack.ExecutionARN(paid)); px.Status != "SUCCEEDED" {
-		t.Fatalf("bob's execution %s %s: %s", px.Status, px.Error, px.Cause)
-	}
+	e.ExpectEnding(e.Finish(e.Stack.ExecutionARN(paid)), saga.EndConfirmed)
 	if c := callAPI(e, "DELETE", "/reservations/"+paid, "bob", "", ""); c.Status != http.StatusConflict || c.str("code") != "already_confirmed" {
 		t.Fatalf("DELETE confirmed: %d %s", c.Status, c.Raw)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/api"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
@@ -93,6 +94,7 @@ func TestCancelAfterTheWebhookClosedTheWaitIsNeverCharged(t *testing.T) {
 	open()
 	x := e.Finish(arn)
 
+	e.ExpectEnding(x, saga.EndCustomerCanceled)
 	e.ExpectPath(x, "Claim seats", "Wait for payment authorization", "Confirm seats", "Void payment after customer cancel", "Canceled by customer")
 	expectCancelNeverCharged(t, e, in.ReservationID, "ev1", seats[0])
 	if l, _ := e.Ledger(in.ReservationID); l.Captures != 0 || l.Voided != in.Amount {
@@ -117,7 +119,8 @@ func TestCancelDuringReconciliationThenTheBuyerAuthenticatesIsNeverCharged(t *te
 	open()
 	x := e.Finish(arn)
 
-	if got := x.Path[len(x.Path)-1]; got != "Canceled by customer" || !slices.Contains(x.Path, "Reconcile payment") {
+	e.ExpectEnding(x, saga.EndCustomerCanceled)
+	if !slices.Contains(x.Path, "Reconcile payment") {
 		t.Fatalf("path %v; want reconciliation to end canceled by customer", x.Path)
 	}
 	expectCancelNeverCharged(t, e, in.ReservationID, "ev1", seats[0])
@@ -161,9 +164,7 @@ func TestCancelOfALapsedHoldIsNotReacquiredByALateAuthorization(t *testing.T) {
 	cancelAndExpectRecorded(t, e, in.CustomerID, in.ReservationID)
 	x := e.Finish(arn)
 
-	if got := x.Path[len(x.Path)-1]; got != "Canceled by customer" {
-		t.Fatalf("path %v; want canceled by customer", x.Path)
-	}
+	e.ExpectEnding(x, saga.EndCustomerCanceled)
 	expectCancelNeverCharged(t, e, in.ReservationID, "ev1", seats[0])
 	if l, _ := e.Ledger(in.ReservationID); l.Authorized != in.Amount || l.Voided != in.Amount {
 		t.Fatalf("ledger %+v: want the late authorization voided", l)
@@ -219,13 +220,13 @@ func TestAFailedReleaseAfterACaptureFailureIsSweptUntilSettled(t *testing.T) {
 	in := Input("alice", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
 	arn := e.Reserve(in)
 	e.WaitFor("the capture to be invoked", e.Clock.Now(), func() bool { return waiting() == 1 })
-	// The authorization's capture window (7 days) closes before the capture runs, so the
-	// provider refuses it definitively and the capture-failure policy must release the seat.
+	// The authorization lapses before the capture runs, so the provider refuses it
+	// definitively and the capture-failure policy must release the seat.
 	failReleases.Store(true)
-	e.Clock.Advance(8 * 24 * time.Hour)
+	e.LapseAuthorization(in.ReservationID)
 	open()
 	x := e.Finish(arn)
-	if x.Status == "SUCCEEDED" {
+	if x.Ending.Outcome == saga.EndConfirmed {
 		t.Fatalf("%s %v: the capture cannot have succeeded", x.Status, x.Path)
 	}
 	if refused.Load() == 0 {

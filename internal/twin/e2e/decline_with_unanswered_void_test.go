@@ -7,6 +7,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/twin/stack"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
@@ -34,8 +35,9 @@ func TestDeclineWithUnansweredVoid(t *testing.T) {
 		in := Input("alice", "k1", "ev1", stripesim.PaymentMethodDeclined, seats[0])
 		x := e.Finish(e.Reserve(in))
 
-		if x.Error != "PaymentDeclined" || x.Path[len(x.Path)-1] != "Payment failed" {
-			t.Fatalf("%s %s: path %q", x.Status, x.Error, x.Path)
+		e.ExpectEnding(x, saga.EndPaymentDeclined)
+		if x.Path[len(x.Path)-1] != "Payment failed" {
+			t.Fatalf("%s", x)
 		}
 		// FAILED, the decline, stays once the void is known: it names the outcome.
 		e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Failed)
@@ -57,8 +59,9 @@ func TestDeclineWithUnansweredVoid(t *testing.T) {
 
 		// Compensate and the bounded reconcile loop never learned the void's outcome: the
 		// execution leaves the reservation in the backlog, the seat still held for it.
-		if x.Error != "NeedsReconciliation" || !slices.Contains(x.Path, "Void payment after decline") {
-			t.Fatalf("%s %s: path %q", x.Status, x.Error, x.Path)
+		e.ExpectEnding(x, saga.EndNeedsReconciliation)
+		if !slices.Contains(x.Path, "Void payment after decline") {
+			t.Fatalf("%s", x)
 		}
 		// FAILED stays FAILED while the void is unknown; the seat stays held because nothing
 		// releases seats without the provider's answer, and the lapsed hold keeps it findable.

@@ -277,12 +277,42 @@ func (e *Env) Deadline(id string) time.Time {
 // Execution is a finished execution as the Step Functions API reports it.
 type Execution struct {
 	Status string
+	// Ending is how it ended, as saga.EndingOf reads the status, the output and the error:
+	// a business ending succeeds, and its outcome and cause are here, not in Error and Cause.
+	Ending saga.Ending
+	// Error and Cause are DescribeExecution's, set only for an execution that did not
+	// succeed.
 	Error  string
 	Cause  string
 	Output string
 	// Path lists the states entered, in order; Transitions is their number.
 	Path        []string
 	Transitions int
+}
+
+// String says how the execution ended, for failure messages.
+func (x Execution) String() string {
+	s := x.Status + " " + x.Ending.Outcome
+	if x.Ending.NeedsPerson {
+		s += " (needs a person)"
+	}
+	if cause := x.Ending.Cause + x.Cause; cause != "" {
+		s += ": " + cause
+	}
+	return fmt.Sprintf("%s; path %q", s, x.Path)
+}
+
+// ExpectEnding fails the test unless the execution ended with outcome (saga.End*). A
+// business ending or Confirmed must have succeeded and an incident failed: the output
+// contract every reader relies on.
+func (e *Env) ExpectEnding(x Execution, outcome string) {
+	e.T.Helper()
+	if x.Ending.Outcome != outcome {
+		e.T.Fatalf("execution %s, want it to end %s", x, outcome)
+	}
+	if x.Ending.NeedsPerson != (x.Status != string(sfntypes.ExecutionStatusSucceeded)) {
+		e.T.Fatalf("execution %s: a person is needed exactly when it did not succeed", x)
+	}
 }
 
 // Finish waits for the execution to end, stepping the clock while idle (no limit), and
@@ -298,7 +328,8 @@ func (e *Env) Finish(arn string) Execution {
 		}
 		return d.Status != sfntypes.ExecutionStatusRunning
 	})
-	x := Execution{Status: string(d.Status), Error: aws.ToString(d.Error), Cause: aws.ToString(d.Cause), Output: aws.ToString(d.Output)}
+	x := Execution{Status: string(d.Status), Error: aws.ToString(d.Error), Cause: aws.ToString(d.Cause), Output: aws.ToString(d.Output),
+		Ending: saga.EndingOf(string(d.Status), aws.ToString(d.Output), aws.ToString(d.Error))}
 	x.Path = e.Path(arn)
 	x.Transitions = len(x.Path)
 	return x
@@ -446,6 +477,30 @@ func (e *Env) ExpectOutboxUnwound(id string, want ...outbox.Type) {
 	var snap outbox.ReservationSnapshot
 	if err := json.Unmarshal(events[len(events)-1].Payload, &snap); err != nil || snap.InventoryState != string(reservation.Released) {
 		e.T.Fatalf("outbox of %s %v: the last record does not show the seats released (%s, %v)", id, got, snap.InventoryState, err)
+	}
+}
+
+// LapseAuthorization cancels the reservation's PaymentIntent at the payment simulator, as the
+// provider does when an authorization's capture window closes: the next capture is refused and
+// the provider's truth shows the authorization gone. A test cannot wait the window (seven days)
+// out inside an execution: the definition's TimeoutSeconds ends any execution long before, so
+// no legitimate path holds a capture that long.
+func (e *Env) LapseAuthorization(id string) {
+	e.T.Helper()
+	pi := e.Reservation(id).PaymentIntentID
+	req, err := http.NewRequestWithContext(e.Ctx, http.MethodPost, e.Stack.Payments.URL()+"/v1/payment_intents/"+pi+"/cancel", nil)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+stack.LocalStripeKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.T.Fatalf("cancel %s at the provider: %v", pi, err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e.T.Fatalf("cancel %s at the provider: %d %s", pi, resp.StatusCode, raw)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/twin/stack"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
@@ -31,17 +32,13 @@ func TestLateAuthorizationAfterTheSagaGaveUp(t *testing.T) {
 		return err == nil && st.Status != sfntypes.ExecutionStatusRunning
 	})
 	x := e.Finish(arn)
-	if x.Error != "NeedsReconciliation" {
-		t.Fatalf("%s %s: %s (path %v)", x.Status, x.Error, x.Cause, x.Path)
-	}
+	e.ExpectEnding(x, saga.EndNeedsReconciliation)
 	if r := e.ExpectReservation(in.ReservationID, reservation.Released, reservation.Authorizing); !r.Unsettled() {
 		t.Fatal("the released, still authorizing reservation is not on the reconciliation index")
 	}
 
 	bob := Input("bob", "k1", "ev1", stripesim.PaymentMethodVisa, seats[0])
-	if bx := e.Finish(e.Reserve(bob)); bx.Status != "SUCCEEDED" {
-		t.Fatalf("bob: %s %s %v", bx.Status, bx.Error, bx.Path)
-	}
+	e.ExpectEnding(e.Finish(e.Reserve(bob)), saga.EndConfirmed)
 	e.Clock.Set(deadline.Add(5*time.Minute + 30*time.Second))
 	e.WaitFor("the late authorization", time.Time{}, func() bool {
 		l, ok := e.Ledger(in.ReservationID)

@@ -41,9 +41,7 @@ func TestLateAuthorizationOnTheLastReconcileAttempt(t *testing.T) {
 	})
 	x := e.Finish(arn)
 
-	if x.Status != "SUCCEEDED" {
-		t.Fatalf("%s %s: %s (path %v)", x.Status, x.Error, x.Cause, x.Path)
-	}
+	e.ExpectEnding(x, saga.EndConfirmed)
 	reconciles := 0
 	for _, s := range x.Path {
 		if s == "Reconcile payment" {

@@ -24,9 +24,7 @@ func strandCapturedMoney(t *testing.T, e *Env, method string) (saga.Input, strin
 	t.Helper()
 	seats := e.Seed("ev1", 1)
 	in := Input("alice", "k1", "ev1", method, seats[0])
-	if x := e.Finish(e.Reserve(in)); x.Status != "SUCCEEDED" {
-		t.Fatalf("%s %s %v", x.Status, x.Error, x.Path)
-	}
+	e.ExpectEnding(e.Finish(e.Reserve(in)), saga.EndConfirmed)
 	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
 	_, err := e.Stack.DynamoDB.UpdateItem(e.Ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(e.Stack.Names.Of(tables.ReservationsTable)),
@@ -143,8 +141,6 @@ func TestAResumedPaymentWaitEndsAtTheHoldsDeadline(t *testing.T) {
 		return e.Seat("ev1", seats[0]).State == reservation.Available
 	})
 	x := e.Finish(arn)
-	if got := x.Path[len(x.Path)-1]; got != "Hold expired" {
-		t.Fatalf("path %v", x.Path)
-	}
+	e.ExpectEnding(x, saga.EndHoldExpired)
 	e.Invariants()
 }

@@ -54,6 +54,23 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives one line per invocation; nil discards.
 	Logger *slog.Logger
+	// Observer, when set, is told the outcome of every invocation request the host answered
+	// for a registered function: what Lambda publishes as the function's AWS/Lambda metrics.
+	// It runs on the invocation's goroutine and must not block.
+	Observer func(Report)
+}
+
+// Report is one invocation request's outcome, as Lambda's metrics count it: Invocations
+// counts every run of the function, successful or not, and never a throttled request or one
+// refused before the function ran; Errors counts the runs that ended in a function error (the
+// handler's error or panic, a timeout, a crash of the runtime); Throttles counts the requests
+// a concurrency limit refused; Duration is how long the run took.
+type Report struct {
+	Function  string
+	Invoked   bool
+	Error     bool
+	Throttled bool
+	Duration  time.Duration
 }
 
 // FunctionConfig is optional per-function configuration for RegisterWith.
@@ -79,7 +96,7 @@ type Host struct {
 type function struct {
 	name    string
 	arn     string
-	fn      *lambda.Function
+	handler any
 	proc    *Process // set instead of fn for a function served by a real process
 	timeout time.Duration
 	sem     chan struct{}
@@ -136,7 +153,7 @@ func (h *Host) Register(name string, handler any) {
 
 // RegisterWith serves handler under name with its own timeout and reserved concurrency.
 func (h *Host) RegisterWith(name string, handler any, cfg FunctionConfig) {
-	h.register(name, &function{fn: lambda.NewFunction(lambda.NewHandler(handler)), timeout: h.opts.Timeout}, cfg)
+	h.register(name, &function{handler: handler, timeout: h.opts.Timeout}, cfg)
 }
 
 // register serves f under name, its timeout overridden and its concurrency reserved as cfg
@@ -305,6 +322,7 @@ func (h *Host) serveInvoke(w http.ResponseWriter, r *http.Request) {
 	}
 	if reason, ok := h.acquire(f); !ok {
 		f.throttles.Add(1)
+		h.report(Report{Function: f.name, Throttled: true})
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusTooManyRequests, "TooManyRequestsException", map[string]string{
 			"Reason":  reason,
@@ -393,6 +411,8 @@ func (res result) write(w http.ResponseWriter) {
 func (h *Host) invoke(ctx context.Context, f *function, call invocation) result {
 	start := time.Now()
 	f.waitAtGate(ctx)
+	// A gate is the test's hold in front of the function, not the function's own time.
+	ran := time.Now()
 	before, after, latency := f.takeFaults()
 	if latency > 0 {
 		t := time.NewTimer(latency)
@@ -405,7 +425,12 @@ func (h *Host) invoke(ctx context.Context, f *function, call invocation) result 
 	if before != nil {
 		f.injected.Add(1)
 		h.log.Info("lambdahost: fault before handler", "function", f.name, "requestId", call.requestID, "error", before.name())
-		return before.result(call.requestID)
+		res := before.result(call.requestID)
+		// A function error before the handler is the runtime failing the run (a crash, a
+		// timeout); a 429 is a throttle; any other service error never reached the function.
+		h.report(Report{Function: f.name, Invoked: res.functionError, Error: res.functionError,
+			Throttled: res.status == http.StatusTooManyRequests, Duration: time.Since(ran)})
+		return res
 	}
 
 	f.invocations.Add(1)
@@ -415,12 +440,23 @@ func (h *Host) invoke(ctx context.Context, f *function, call invocation) result 
 	}
 	h.log.Debug("lambdahost: invoked", "function", f.name, "requestId", call.requestID,
 		"functionError", res.functionError, "durationMs", time.Since(start).Milliseconds())
+	rep := Report{Function: f.name, Invoked: true, Error: res.functionError, Duration: time.Since(ran)}
 	if after != nil {
 		f.injected.Add(1)
 		h.log.Info("lambdahost: fault after handler", "function", f.name, "requestId", call.requestID, "error", after.name())
-		return after.result(call.requestID)
+		res = after.result(call.requestID)
+		rep.Error = rep.Error || res.functionError
+		h.report(rep)
+		return res
 	}
+	h.report(rep)
 	return res
+}
+
+func (h *Host) report(r Report) {
+	if h.opts.Observer != nil {
+		h.opts.Observer(r)
+	}
 }
 
 // run calls the handler through the runtime's Function.Invoke, which builds the lambdacontext,
@@ -442,7 +478,10 @@ func (h *Host) run(f *function, call invocation) result {
 	done := make(chan *messages.InvokeResponse, 1)
 	go func() {
 		resp := &messages.InvokeResponse{}
-		if err := f.fn.Invoke(req, resp); err != nil {
+		// Each invocation gets a runtime Function of its own: the runtime's RPC Invoke hands
+		// back the bytes of a pooled output buffer it has already returned to its pool, so
+		// with a shared Function a concurrent invocation would overwrite this one's answer.
+		if err := lambda.NewFunction(lambda.NewHandler(f.handler)).Invoke(req, resp); err != nil {
 			resp.Error = &messages.InvokeResponse_Error{Type: "Runtime.InvokeError", Message: err.Error()}
 		}
 		done <- resp

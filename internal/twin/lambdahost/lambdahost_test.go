@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -533,5 +534,36 @@ func TestGateHoldsInvocationsUntilOpened(t *testing.T) {
 	<-done
 	if ran.Load() != 1 || waiting() != 0 {
 		t.Fatalf("after opening: ran %d, waiting %d; want 1 ran, none waiting", ran.Load(), waiting())
+	}
+}
+
+// Concurrent invocations of one function each get their own answer: the runtime's RPC Invoke
+// returns a pooled buffer's bytes, so a Function shared between invocations let one
+// invocation's answer be overwritten by the next (run with -race to see the shared buffer).
+func TestConcurrentInvocationsEachGetTheirOwnAnswer(t *testing.T) {
+	h, c := start(t, lambdahost.Options{})
+	h.Register("greet", greet)
+	var wg sync.WaitGroup
+	errs := make(chan string, 200)
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			name := fmt.Sprintf("buyer-%03d", i)
+			out, err := invoke(t, c, "greet", `{"name":"`+name+`"}`)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			var got greetOut
+			if err := json.Unmarshal(out.Payload, &got); err != nil || got.Greeting != "hello "+name {
+				errs <- fmt.Sprintf("%s got %s", name, out.Payload)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

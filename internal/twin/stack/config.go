@@ -11,6 +11,12 @@
 // gate (internal/twin/awsgate), which refuses what its grants do not allow and serves Secrets
 // Manager and EventBridge.
 //
+// The stack keeps the metrics CloudWatch would hold (internal/twin/cloudwatch): the EMF lines
+// each function writes, and the AWS/States, AWS/Lambda and AWS/ApiGateway metrics of its
+// engine, Lambda host and API, all stamped on the stack's clock. The deployment's alarms
+// (internal/alarms) are evaluated over them every minute of that clock (Stack.Alarms), so a
+// fault that would page someone on AWS fires an alarm locally.
+//
 // It is the integration point of the project: end-to-end tests, `go run ./infra/local` (up,
 // demo, load, inspect) and the invariant checker all start a Stack.
 //
@@ -27,6 +33,7 @@
 package stack
 
 import (
+	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/internal/app"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 	"log/slog"
@@ -130,6 +137,10 @@ type Config struct {
 	// take a grant or a variable away to show the stack refuses what AWS would.
 	Functions []deploy.Function
 
+	// Thresholds tune the alarms the stack evaluates (Stack.Alarms), field by field as a
+	// deployment's alarmThresholds context does; zero fields take alarms.DefaultThresholds.
+	Thresholds alarms.Thresholds
+
 	// Logger receives the structured logs of every component (nil discards them).
 	Logger *slog.Logger
 }
@@ -152,4 +163,27 @@ type PaymentsConfig struct {
 	RefundDelay time.Duration
 	// Seed makes the simulator's ids and random choices reproducible.
 	Seed int64
+}
+
+// Compressed is a configuration on a clock that runs scale times faster than the wall clock,
+// as the demo, the load run and the fault matrix use it: the business durations (the hold,
+// 3-D Secure, late authorizations, the sweeper's grace and period, the reconcile backoff) are
+// stack time, and the few wall-clock bounds that meet stack time (a webhook signature's age,
+// the reorder window) are stretched to match.
+func Compressed(scale float64, hold time.Duration) Config {
+	return Config{
+		Clock:            clock.NewScaled(clock.Real{}, scale),
+		Hold:             hold,
+		SweepGrace:       2 * time.Minute,
+		SweepInterval:    time.Minute,
+		ReconcileBackoff: 30 * time.Second,
+		// A lost provider response costs one client timeout of wall time.
+		PaymentsTimeout:  3 * time.Second,
+		WebhookTolerance: time.Duration(scale) * 5 * time.Minute,
+		Payments: PaymentsConfig{
+			ThreeDSDelay:           2 * time.Minute,
+			LateAuthorizationDelay: hold + hold/5,
+			WebhookReorderWindow:   time.Duration(scale) * time.Second,
+		},
+	}
 }

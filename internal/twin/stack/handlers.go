@@ -107,7 +107,9 @@ func (st *Stack) FunctionAWSConfig(function string) aws.Config {
 
 // registerHandlers builds every function as its Lambda main builds it (app.FromEnvironment):
 // from the environment its spec renders, with credentials of its own whose grants the gate
-// enforces, and with the stack's clock and metrics. Each is registered under its function name.
+// enforces, and with the stack's clock. Its metrics go to the stack's CloudWatch as the EMF
+// lines its Lambda would write, and to the stack's own counts. Each is registered under its
+// function name.
 // The in-memory bus exists only when the relay runs: without one the outbox is left
 // unpublished and the checks skip the bus.
 func (st *Stack) registerHandlers(ctx context.Context) error {
@@ -142,7 +144,7 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 		a, err := app.FromEnvironment(ctx, fn.Name, app.Runtime{
 			Lookup: config.MapLookup(env),
 			AWS:    st.FunctionAWSConfig(fn.Name),
-			Now:    st.Clock.Now, Logger: st.log.With("function", fn.Name), Metrics: st.Metrics,
+			Now:    st.Clock.Now, Logger: st.log.With("function", fn.Name), Metrics: st.functionMetrics(fn.Name, env),
 			Sender:            st.Notifications,
 			StripeTimeout:     st.cfg.PaymentsTimeout,
 			WebhookTolerance:  st.cfg.WebhookTolerance,

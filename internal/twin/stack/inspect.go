@@ -16,6 +16,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/seatsaga/seatsaga/internal/outbox"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
@@ -70,6 +71,25 @@ func (in *Inspector) Inspect(ctx context.Context, w io.Writer, reservationID str
 	return errors.Join(errs...)
 }
 
+// endingLine says how an execution ended: its outcome, whether a person must look (the only
+// executions that fail), and why (a business ending's sentence, else the execution's cause).
+func endingLine(e saga.Ending, cause string) string {
+	if !e.Finished {
+		return "running"
+	}
+	line := "ended " + e.Outcome
+	if e.NeedsPerson {
+		line += " — needs a person"
+	}
+	if e.Cause != "" {
+		cause = e.Cause
+	}
+	if cause != "" {
+		line += ": " + clip(cause, 160)
+	}
+	return line
+}
+
 // taskError writes a timeline line for a task's failure or timeout (mark "✗" or "⏱").
 func taskError(w io.Writer, rel, mark string, errName, cause *string) {
 	fmt.Fprintf(w, "  %s      %s %s: %s\n", rel, mark, aws.ToString(errName), clip(aws.ToString(cause), 140))
@@ -85,10 +105,8 @@ func (in *Inspector) timeline(ctx context.Context, w io.Writer, arn string) erro
 	if desc.StopDate != nil {
 		fmt.Fprintf(w, ", took %s", aws.ToTime(desc.StopDate).Sub(start).Round(time.Millisecond))
 	}
-	if desc.Error != nil {
-		fmt.Fprintf(w, ", error %s: %s", aws.ToString(desc.Error), clip(aws.ToString(desc.Cause), 160))
-	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %s\n", endingLine(saga.EndingOf(string(desc.Status), aws.ToString(desc.Output), aws.ToString(desc.Error)), aws.ToString(desc.Cause)))
 	var events []sfntypes.HistoryEvent
 	p := sfn.NewGetExecutionHistoryPaginator(in.SFN, &sfn.GetExecutionHistoryInput{ExecutionArn: aws.String(arn), MaxResults: 1000})
 	for p.HasMorePages() {

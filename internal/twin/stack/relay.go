@@ -4,25 +4,44 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
+	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
+	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
 )
 
 // startRelay plays the Outbox table's stream event source mapping: a reader polls DynamoDB
 // Local's stream under the relay's role and invokes the relay function with each batch through
-// the Lambda host, as the mapping does; the relay publishes to the in-memory bus through the
-// gate.
+// the Lambda host, with the mapping's deployed settings (deploy.Delivery): a failing batch is
+// bisected, retried a bounded number of times and then parked in RelayDLQ by its stream
+// coordinates, and records too old are parked without being invoked, so the shard moves on as
+// it does on AWS. Each invocation publishes the relay's IteratorAge. The relay publishes to the
+// in-memory bus through the gate.
 func (st *Stack) startRelay(ctx context.Context) error {
+	d := deploy.DefaultDelivery()
 	reader := &relay.StreamReader{
-		Streams:      st.relayStreams(),
-		StreamARN:    st.deployment.streamARN,
-		Relay:        relayFunction{st.Lambda},
+		Streams:                    st.relayStreams(),
+		StreamARN:                  st.deployment.streamARN,
+		Relay:                      relayFunction{st.Lambda},
+		FunctionARN:                FunctionARN(FnRelay),
+		BatchSize:                  int32(d.RelayBatchSize),
+		BisectBatchOnFunctionError: d.RelayBisectBatchOnError,
+		ReportBatchItemFailures:    d.RelayReportBatchItemFailures,
+		MaximumRetryAttempts:       d.RelayRetryAttempts,
+		MaximumRecordAge:           d.RelayMaxRecordAge,
+		OnFailure: func(_ context.Context, rec relay.FailureRecord) error {
+			return st.sendOnFailure(FnRelay, deploy.RelayDLQ, rec)
+		},
+		OnInvoke:     st.publishIteratorAge,
+		RecordTime:   st.outboxRecordTime,
+		Now:          st.Clock.Now,
 		PollInterval: st.cfg.RelayPollInterval,
 		Log:          st.log,
 	}
@@ -35,9 +54,34 @@ func (st *Stack) startRelay(ctx context.Context) error {
 	return nil
 }
 
+// publishIteratorAge records the relay's AWS/Lambda IteratorAge for one invocation, as Lambda
+// does for a stream mapping: milliseconds from the stream receiving the batch's last record to
+// the mapping sending the batch.
+func (st *Stack) publishIteratorAge(at time.Time, age time.Duration) {
+	st.CloudWatch.Put(cloudwatch.Datum{
+		Namespace: "AWS/Lambda", Name: "IteratorAge", Dimensions: map[string]string{"FunctionName": FnRelay},
+		Value: float64(age.Milliseconds()), Unit: "Milliseconds", Time: at,
+	})
+}
+
+// outboxRecordTime is when an outbox record reached the stream, on the stack's clock. DynamoDB
+// Local stamps its stream records on the wall clock, which a fake or scaled stack clock does
+// not follow, so record ages (MaxRecordAge, IteratorAge) are taken from the item's createdAt,
+// which its writer stamped on the stack's clock in the same transaction; a record without one
+// (the TTL's REMOVE) counts as arriving when the mapping reads it.
+func (st *Stack) outboxRecordTime(rec events.DynamoDBEventRecord) time.Time {
+	if v, ok := rec.Change.NewImage[outbox.AttrCreatedAt]; ok && v.DataType() == events.DataTypeString {
+		if t, err := time.Parse(time.RFC3339Nano, v.String()); err == nil {
+			return t
+		}
+	}
+	return st.Clock.Now()
+}
+
 // relayFunction hands a batch to the relay function with a synchronous invocation, as Lambda's
-// event source mapping does: a function error fails the whole batch, and a partial batch
-// response names the records to retry.
+// event source mapping does: a function error fails the whole batch, a partial batch response
+// names the records to retry, and an invocation Lambda refused (a throttle, a service error)
+// did not run the function at all.
 type relayFunction struct{ client *lambda.Client }
 
 func (f relayFunction) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
@@ -47,10 +91,10 @@ func (f relayFunction) Handle(ctx context.Context, ev events.DynamoDBEvent) (eve
 	}
 	out, err := f.client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(FnRelay), Payload: payload})
 	if err != nil {
-		return events.DynamoDBEventResponse{}, fmt.Errorf("invoke the relay: %w", err)
+		return events.DynamoDBEventResponse{}, fmt.Errorf("%w: invoke the relay: %w", relay.ErrNotInvoked, err)
 	}
 	if out.FunctionError != nil {
-		return events.DynamoDBEventResponse{}, fmt.Errorf("the relay failed the batch (%s): %s", aws.ToString(out.FunctionError), out.Payload)
+		return events.DynamoDBEventResponse{}, &relay.FunctionError{Type: aws.ToString(out.FunctionError), Payload: out.Payload}
 	}
 	var resp events.DynamoDBEventResponse
 	if err := json.Unmarshal(out.Payload, &resp); err != nil {

@@ -8,8 +8,14 @@ import (
 	"sort"
 	"time"
 
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/seatsaga/seatsaga/internal/alarms"
+	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
 	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
@@ -110,6 +116,10 @@ type SaleOptions struct {
 	Progress func(done, total int)
 	// Settling is called while waiting for the stack to go quiet, with the reason it is not.
 	Settling func(reason string)
+	// AwaitAlarms keeps the stack running after it settled until the alarm period in
+	// progress has ended and been evaluated, so what the sale's last minutes published is
+	// judged too (up to alarms.Period plus a minute of stack time).
+	AwaitAlarms bool
 }
 
 // SaleResult is everything a sale produced.
@@ -127,6 +137,10 @@ type SaleResult struct {
 	Errors      map[string]int64
 	// SettleTime is how long the stack took to go quiet after the last buyer.
 	SettleTime time.Duration
+	// Start is when the sale began on the stack's clock; Alarms are the alarm state changes
+	// since then, in order.
+	Start  time.Time
+	Alarms []cloudwatch.Transition
 
 	stateTypes map[string]string
 }
@@ -163,7 +177,7 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	}
 	st.Lambdas.ResetStats()
 	sampler := st.SampleSeats(o.SampleInterval)
-	res := &SaleResult{Options: o}
+	res := &SaleResult{Options: o, Start: st.Clock.Now()}
 	res.Run, err = load.Drive(ctx, load.Options{
 		BaseURL: st.Endpoints.API, EventID: o.EventID, Buyers: buyers,
 		Concurrency: o.Concurrency, Token: st.Token,
@@ -180,6 +194,13 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	res.Settled = st.settleReporting(settleCtx, o.Settling) == nil
 	cancel()
 	res.SettleTime = time.Since(settleStart)
+	if o.AwaitAlarms {
+		if err := st.AwaitAlarmPeriod(ctx); err != nil {
+			sampler.Stop()
+			return nil, err
+		}
+	}
+	res.Alarms = st.AlarmChangesSince(res.Start)
 	res.Samples = sampler.Stop()
 	if res.Snapshot, err = invariants.Collect(ctx, st.Sources()); err != nil {
 		return nil, err
@@ -198,6 +219,44 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 		res.Errors[fn] = s.Errors
 	}
 	return res, nil
+}
+
+// AwaitAlarmPeriod waits on the stack's clock until the alarm period in progress has ended and
+// the evaluation after it ran, and evaluates then: an alarm judged on complete periods only
+// would otherwise never see the period a run ended in.
+func (st *Stack) AwaitAlarmPeriod(ctx context.Context) error {
+	now := st.Clock.Now()
+	end := now.Truncate(alarms.Period).Add(alarms.Period + cloudwatch.DefaultEvaluationInterval)
+	if err := clock.Sleep(ctx, st.Clock, end.Sub(now)); err != nil {
+		return fmt.Errorf("stack: wait for the alarm period to end: %w", err)
+	}
+	st.Alarms.EvaluateNow()
+	return nil
+}
+
+// AlarmChangesSince lists the alarm state changes from t on, in order.
+func (st *Stack) AlarmChangesSince(t time.Time) []cloudwatch.Transition {
+	var out []cloudwatch.Transition
+	for _, tr := range st.Alarms.History() {
+		if !tr.Time.Before(t) {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// FiredAlarms names the alarms that went into ALARM during the sale, sorted, each once.
+func (r *SaleResult) FiredAlarms() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, tr := range r.Alarms {
+		if tr.To == cloudwatch.StateAlarm && !seen[tr.Alarm] {
+			seen[tr.Alarm] = true
+			out = append(out, tr.Alarm)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // stateTypes maps the definition's top-level state names to their types.
@@ -239,11 +298,13 @@ func (st *Stack) settleReporting(ctx context.Context, report func(string)) error
 
 // Figures are the numbers a sale is judged by.
 type Figures struct {
-	Buyers          int     `json:"buyers"`
-	Seats           int     `json:"seats"`
-	SeatsSold       int     `json:"seatsSold"`
-	DurationSeconds float64 `json:"durationSeconds"`
-	BuyersPerSecond float64 `json:"buyersPerSecond"`
+	// AlarmsFired names the alarms that went into ALARM during the sale.
+	AlarmsFired     []string `json:"alarmsFired"`
+	Buyers          int      `json:"buyers"`
+	Seats           int      `json:"seats"`
+	SeatsSold       int      `json:"seatsSold"`
+	DurationSeconds float64  `json:"durationSeconds"`
+	BuyersPerSecond float64  `json:"buyersPerSecond"`
 	// AdmissionSeconds is how long the API took to answer every buyer's POST;
 	// AdmissionsPerSecond the POSTs answered per second over that window; BookingsPerSecond
 	// the confirmed bookings per second over the whole run.
@@ -264,7 +325,16 @@ type Figures struct {
 	ByBehaviour map[string]map[string]int `json:"heldByBehaviour"`
 	// TerminalStates counts executions by the last state they entered (RUNNING ones apart).
 	TerminalStates map[string]int `json:"terminalStates"`
-	Executions     int            `json:"executions"`
+	// ExecutionOutcomes counts finished executions by how they ended (saga.EndingOf):
+	// Confirmed, the business outcomes, and the incidents by their error.
+	ExecutionOutcomes map[string]int `json:"executionOutcomes"`
+	// ExecutionsFailed counts the finished executions that did not succeed (FAILED, TIMED_OUT,
+	// ABORTED: what CloudWatch's ExecutionsFailed, ExecutionsTimedOut and ExecutionsAborted
+	// count); ExecutionsNeedingPerson those saga.EndingOf says a person must look at. Business
+	// endings succeed, so the two are equal.
+	ExecutionsFailed        int `json:"executionsFailed"`
+	ExecutionsNeedingPerson int `json:"executionsNeedingPerson"`
+	Executions              int `json:"executions"`
 	// Payments counts PaymentIntents by provider status; Refunds the refunded ones.
 	Payments map[string]int `json:"payments"`
 	Refunds  int            `json:"refunds"`
@@ -312,10 +382,10 @@ func (r *SaleResult) Figures() Figures {
 	s := r.Summary
 	f := Figures{
 		Buyers: s.Buyers, Seats: r.Options.Seats, DurationSeconds: s.Duration.Seconds(),
-		BuyersPerSecond: s.Throughput(), Outcomes: map[string]int{},
+		BuyersPerSecond: s.Throughput(), Outcomes: map[string]int{}, AlarmsFired: r.FiredAlarms(),
 		AdmissionRejected: s.ByOutcome[load.AdmissionRejected], SagaRejected: s.ByOutcome[load.SagaRejected],
 		LosersTurnedAwayEarly: s.TurnedAwayEarly(),
-		TerminalStates:        map[string]int{}, Executions: len(r.Traces), Payments: map[string]int{},
+		TerminalStates:        map[string]int{}, ExecutionOutcomes: map[string]int{}, Executions: len(r.Traces), Payments: map[string]int{},
 		InvariantsPass: r.Verdict.OK(), Violations: len(r.Verdict.Violations),
 		Settled: r.Settled, SettleSeconds: r.SettleTime.Seconds(),
 		AdmissionSeconds: s.AdmissionWindow.Seconds(), AdmissionsPerSecond: s.AdmissionThroughput(),
@@ -358,7 +428,17 @@ func (r *SaleResult) Figures() Figures {
 			last = t.States[len(t.States)-1]
 		}
 		f.TerminalStates[last]++
-		if last == "Confirmed" {
+		if !t.Ending.Finished {
+			continue
+		}
+		f.ExecutionOutcomes[t.Ending.Outcome]++
+		if t.Ending.NeedsPerson {
+			f.ExecutionsNeedingPerson++
+		}
+		if t.Status != string(sfntypes.ExecutionStatusSucceeded) {
+			f.ExecutionsFailed++
+		}
+		if t.Ending.Outcome == saga.EndConfirmed {
 			happy += t.Transitions
 			happyN++
 		}
@@ -402,7 +482,9 @@ func (r *SaleResult) Figures() Figures {
 
 // EngineLatencies reads from the execution histories, in wall-clock milliseconds, how long
 // each execution took from its start to leaving the state machine's first state towards a
-// state that is not a Fail (the seats are held), and to entering a Succeed state.
+// state that is not an ending (the seats are held), and, for the executions that ended
+// Confirmed, to entering that state. Business endings are Succeed states too, so a Succeed
+// state alone says nothing about a sale.
 func (r *SaleResult) EngineLatencies() (holdMs, confirmMs []float64) {
 	scale := r.Options.ClockScale
 	if scale <= 0 {
@@ -413,14 +495,11 @@ func (r *SaleResult) EngineLatencies() (holdMs, confirmMs []float64) {
 		if len(t.States) < 2 || t.Start.IsZero() {
 			continue
 		}
-		if r.stateTypes[t.States[1]] != "Fail" && !t.Exited[0].IsZero() {
+		if next := r.stateTypes[t.States[1]]; next != "Fail" && next != "Succeed" && !t.Exited[0].IsZero() {
 			holdMs = append(holdMs, wall(t.Exited[0].Sub(t.Start)))
 		}
-		for i, name := range t.States {
-			if r.stateTypes[name] == "Succeed" {
-				confirmMs = append(confirmMs, wall(t.Entered[i].Sub(t.Start)))
-				break
-			}
+		if t.Ending.Outcome == saga.EndConfirmed {
+			confirmMs = append(confirmMs, wall(t.Entered[len(t.Entered)-1].Sub(t.Start)))
 		}
 	}
 	sort.Float64s(holdMs)

@@ -32,6 +32,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/cognito"
 	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
+	"github.com/seatsaga/seatsaga/internal/twin/sqs"
 	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 	"github.com/seatsaga/seatsaga/statemachine"
@@ -86,8 +87,15 @@ type Stack struct {
 	// CloudWatch keeps the metric data points the functions and the twin's services publish,
 	// stamped on Clock; the deployment's alarms are evaluated over it.
 	CloudWatch *cloudwatch.Store
+	// Alarms evaluates the deployment's alarms (internal/alarms, AlarmSettings) over
+	// CloudWatch every minute of Clock: their states, every transition, and those that fired.
+	Alarms *cloudwatch.Evaluator
 	// Gate enforces each function's grants on its AWS calls; its Denials list what it refused.
 	Gate *awsgate.Gate
+	// SQS holds the deployment's dead-letter queues (Queue(deploy.RelayDLQ), ...), which the
+	// relay's event source mapping and the consumer's asynchronous queue send what they gave
+	// up on to; it publishes their metrics into CloudWatch every minute of Clock.
+	SQS *sqs.Service
 	// Notifications records what the example consumer sent customers.
 	Notifications *consumer.MemorySender
 	// Cognito is the local user pool: it signs in users with the deployed app client's flows
@@ -159,6 +167,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := st.startEngine(ctx); err != nil {
 		return nil, err
 	}
+	st.sfnServer.Observe(st.observeExecution)
 	if err := st.startGate(); err != nil {
 		return nil, err
 	}
@@ -172,12 +181,14 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	st.Payments.SetWebhook(st.webhookConfig())
+	st.startQueues()
 	if !cfg.DisableRelay {
 		if err := st.startRelay(ctx); err != nil {
 			return nil, err
 		}
 	}
 	st.startSweeper()
+	st.startAlarms()
 	st.log.Info("stack: up", "api", st.Endpoints.API, "stepFunctions", st.Endpoints.StepFunctions,
 		"lambda", st.Endpoints.Lambda, "dynamodb", st.Endpoints.DynamoDB, "payments", st.Endpoints.Payments,
 		"tablePrefix", st.Names.Prefix)
@@ -307,6 +318,7 @@ func (st *Stack) startLambdaHost() error {
 		MaxConcurrency: st.cfg.LambdaConcurrency,
 		Timeout:        st.cfg.LambdaTimeout,
 		Logger:         st.log,
+		Observer:       st.observeInvocation,
 	})
 	url, err := st.Lambdas.Start(st.ctx, "127.0.0.1:0")
 	if err != nil {
@@ -329,6 +341,8 @@ func (st *Stack) startGateway() error {
 		Invoker:    apigateway.LambdaInvoker{Client: st.Lambda},
 		Authorizer: st.Auth,
 		Logger:     st.log,
+		Stage:      APIStage,
+		Observer:   st.observeRequest,
 		Routes: []apigateway.Route{
 			{Method: "POST", Resource: "/events/{eventId}/reservations", Function: FnAPI, Authorized: true},
 			{Method: "GET", Resource: "/reservations/{id}", Function: FnAPI, Authorized: true},

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
@@ -36,6 +37,21 @@ type Options struct {
 	// placeholder left without a value makes the definition invalid.
 	Substitutions map[string]string
 	Logger        *slog.Logger
+	// Observer, when set, is told when an execution starts and when it closes: what Step
+	// Functions publishes as the AWS/States metrics of the state machine. It runs on the
+	// goroutine that started or finished the execution and must not block.
+	Observer func(ExecutionEvent)
+}
+
+// ExecutionEvent is an execution starting (Status RUNNING) or closing (its final status:
+// SUCCEEDED, FAILED, TIMED_OUT or ABORTED).
+type ExecutionEvent struct {
+	StateMachineARN string
+	ExecutionARN    string
+	Status          string
+	// Start is when the execution started; Stop, for a closed one, when it closed (both on
+	// the server's clock).
+	Start, Stop time.Time
 }
 
 // Server is a local Step Functions service.
@@ -43,6 +59,8 @@ type Server struct {
 	opts   Options
 	engine *asl.Engine
 	log    *slog.Logger
+	// observer is Options.Observer, or the one Observe set later.
+	observer atomic.Pointer[func(ExecutionEvent)]
 
 	mu         sync.Mutex
 	machines   map[string]*machine // by ARN
@@ -74,15 +92,45 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{
+	s := &Server{
 		opts:       o,
-		engine:     asl.NewEngine(asl.Options{Clock: o.Clock, Invoker: o.Invoker, Mocker: o.Mocker, Region: o.Region, Logger: o.Logger}),
 		log:        o.Logger,
 		machines:   map[string]*machine{},
 		executions: map[string]*asl.Execution{},
 		byMachine:  map[string][]*asl.Execution{},
 		names:      map[string]*asl.Execution{},
 	}
+	if o.Observer != nil {
+		s.observer.Store(&o.Observer)
+	}
+	s.engine = asl.NewEngine(asl.Options{Clock: o.Clock, Invoker: o.Invoker, Mocker: o.Mocker, Region: o.Region, Logger: o.Logger,
+		OnFinish: s.executionClosed})
+	return s
+}
+
+// Observe sets the observer Options.Observer names, for a server built elsewhere; executions
+// started before it was set are reported from their close on.
+func (s *Server) Observe(f func(ExecutionEvent)) {
+	if f == nil {
+		s.observer.Store(nil)
+		return
+	}
+	s.observer.Store(&f)
+}
+
+func (s *Server) observe(ev ExecutionEvent) {
+	if f := s.observer.Load(); f != nil {
+		(*f)(ev)
+	}
+}
+
+// executionClosed reports a closed execution to the observer.
+func (s *Server) executionClosed(x *asl.Execution) {
+	if s.observer.Load() == nil {
+		return
+	}
+	snap := x.Snapshot()
+	s.observe(ExecutionEvent{StateMachineARN: x.StateMachineARN, ExecutionARN: x.ARN, Status: snap.Status, Start: snap.Start, Stop: snap.Stop})
 }
 
 // Engine exposes the interpreter (task tokens, waiting-task counts).
@@ -448,29 +496,42 @@ func (s *Server) startExecution(body json.RawMessage) (any, error) {
 	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", s.opts.Region, s.opts.AccountID, m.name, in.Name)
 	key := m.arn + "\x00" + in.Name
 
+	x, started, err := s.startNamed(key, m.sm, asl.ExecutionSpec{ARN: arn, Name: in.Name, StateMachineARN: m.arn,
+		StateMachineName: m.name, RoleARN: m.roleARN, TestCase: testCase, Input: []byte(input)})
+	if err != nil {
+		return nil, err
+	}
+	if started {
+		// Reported outside the lock, so that an observer may call the server.
+		s.observe(ExecutionEvent{StateMachineARN: m.arn, ExecutionARN: x.ARN, Status: asl.StatusRunning, Start: x.StartDate})
+	}
+	return map[string]any{"executionArn": x.ARN, "startDate": epoch(x.StartDate)}, nil
+}
+
+// startNamed starts the execution spec names unless one of that name exists: it returns the
+// running execution of the same name and input (StartExecution is idempotent) with started
+// false, and refuses any other.
+func (s *Server) startNamed(key string, sm *asl.StateMachine, spec asl.ExecutionSpec) (*asl.Execution, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prev, ok := s.names[key]; ok {
-		// Same name and input while the execution runs: the same execution
-		// (StartExecution is idempotent). Otherwise the name is taken.
 		snap := prev.Snapshot()
-		if snap.Status == asl.StatusRunning && string(prev.Input) == input {
-			return map[string]any{"executionArn": prev.ARN, "startDate": epoch(prev.StartDate)}, nil
+		if snap.Status == asl.StatusRunning && string(prev.Input) == string(spec.Input) {
+			return prev, false, nil
 		}
-		return nil, clientErr("ExecutionAlreadyExists", "Execution Already Exists: '%s'", arn)
+		return nil, false, clientErr("ExecutionAlreadyExists", "Execution Already Exists: '%s'", spec.ARN)
 	}
-	x, err := s.engine.Start(m.sm, asl.ExecutionSpec{ARN: arn, Name: in.Name, StateMachineARN: m.arn,
-		StateMachineName: m.name, RoleARN: m.roleARN, TestCase: testCase, Input: []byte(input)})
+	x, err := s.engine.Start(sm, spec)
 	if err != nil {
 		if errors.Is(err, asl.ErrInvalidInput) {
-			return nil, clientErr("InvalidExecutionInput", "%v", err)
+			return nil, false, clientErr("InvalidExecutionInput", "%v", err)
 		}
-		return nil, err
+		return nil, false, err
 	}
 	s.names[key] = x
-	s.executions[arn] = x
-	s.byMachine[m.arn] = append(s.byMachine[m.arn], x)
-	return map[string]any{"executionArn": arn, "startDate": epoch(x.StartDate)}, nil
+	s.executions[spec.ARN] = x
+	s.byMachine[spec.StateMachineARN] = append(s.byMachine[spec.StateMachineARN], x)
+	return x, true, nil
 }
 
 func newExecutionName() string {
