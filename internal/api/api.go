@@ -136,6 +136,7 @@ func New(d Deps) (*Handler, error) {
 	}
 	d.MaxSeats = min(d.MaxSeats, reservation.MaxSeatsPerTransaction)
 	d.Now, d.Logger, d.Metrics = obs.Defaults(d.Now, d.Logger, d.Metrics)
+	d.SFN = throttleCounted{sfn: d.SFN, m: d.Metrics}
 	return &Handler{d: d}, nil
 }
 

@@ -736,3 +736,25 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 		}
 	})
 }
+
+// A StartExecution that Step Functions throttles is answered 503 and counted, for the alarm
+// that tells the operator which quota to raise; a refusal of another kind is not a throttle.
+func TestThrottledStepFunctionsCallsAreCounted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int64
+	}{
+		{"throttled", &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}, 1},
+		{"another failure", &smithy.GenericAPIError{Code: "InvalidArn"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.sfn.FailAll(sagatest.SFNStartExecution, tc.err)
+			r.do(t, postReq("alice", "ev1", "k1", goodBody))
+			if got := r.metrics.Get(MetricStepFunctionsThrottled, metrics.Dim{Name: "op", Value: "StartExecution"}); got != tc.want {
+				t.Fatalf("%s = %d, want %d", MetricStepFunctionsThrottled, got, tc.want)
+			}
+		})
+	}
+}

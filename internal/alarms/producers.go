@@ -1,16 +1,17 @@
 package alarms
 
 import (
+	"github.com/seatsaga/seatsaga/internal/api"
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
 )
 
-// Metric names the new alarms read, from their producers.
+// Metric names the alarms read that live in their producers, named here so the definitions
+// read as one list.
 const (
 	MetricCompensationFailed               = saga.MetricCompensationFailed
 	MetricStepRetryableError               = saga.MetricStepRetryableError
 	MetricOldestRunningExecutionAgeSeconds = sweeper.MetricOldestRunningExecutionAgeSeconds
 	MetricWebhookNeverArrived              = saga.MetricWebhookNeverArrived
-	// Producers being added.
-	MetricStepFunctionsThrottled = "StepFunctionsThrottled"
+	MetricStepFunctionsThrottled           = api.MetricStepFunctionsThrottled
 )
