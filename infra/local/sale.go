@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,16 +33,20 @@ type saleFlags struct {
 	dupRate                              float64
 	reorder                              bool
 	faults                               bool
-	providerFailRate, providerLoseRate   float64
-	lambdaFailRate, lambdaCrashRate      float64
-	seed                                 int64
-	poll, buyerTimeout, settle           time.Duration
-	reportPath, outPath, logPath         string
-	inspect                              int
-	policy                               string
-	sample                               time.Duration
-	faultCap                             int
-	prices                               pricingFlags
+	// incident names one of stack.Incidents to stage during the sale ("" or -faults=false:
+	// none); incidentDef is what it names.
+	incident                           string
+	incidentDef                        *stack.Incident
+	providerFailRate, providerLoseRate float64
+	lambdaFailRate, lambdaCrashRate    float64
+	seed                               int64
+	poll, buyerTimeout, settle         time.Duration
+	reportPath, outPath, logPath       string
+	inspect                            int
+	policy                             string
+	sample                             time.Duration
+	faultCap                           int
+	prices                             pricingFlags
 	// pricing is what prices parsed to.
 	pricing stack.Pricing
 }
@@ -51,7 +56,7 @@ func defaultsFor(mode string) saleFlags {
 		seats: 60, buyers: 400, perBuyer: 1, concurrency: 64,
 		scale: 20, hold: 10 * time.Minute,
 		mix:     "pays=55,declines=10,3ds-late=15,3ds-never=10,late-auth=10",
-		dupRate: 0.3, reorder: true, faults: true,
+		dupRate: 0.3, reorder: true, faults: true, incident: "dynamodb-throttling",
 		providerFailRate: 0.05, providerLoseRate: 0.03, lambdaFailRate: 0.05, lambdaCrashRate: 0.05,
 		seed: 1, poll: 100 * time.Millisecond, buyerTimeout: 90 * time.Second, settle: 2 * time.Minute,
 		reportPath: "reports/demo.html", logPath: "reports/demo.log", policy: "reacquire", sample: 500 * time.Millisecond,
@@ -61,6 +66,7 @@ func defaultsFor(mode string) saleFlags {
 		prices: pricingFlags{prices: "7500,5000,2500", row: 20, currency: "EUR"},
 	}
 	if mode == "load" {
+		f.incident = ""
 		f.seats, f.buyers, f.concurrency = 1000, 10000, 64
 		f.mix = "pays=70,declines=10,3ds-late=10,3ds-never=5,late-auth=5"
 		f.providerFailRate, f.providerLoseRate, f.lambdaFailRate, f.lambdaCrashRate = 0.02, 0.01, 0.01, 0.01
@@ -84,7 +90,8 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	fs.StringVar(&f.mix, "mix", f.mix, "payment behaviours and weights: pays, declines, 3ds-late, 3ds-never, late-auth")
 	fs.Float64Var(&f.dupRate, "webhook-dup", f.dupRate, "share of webhooks delivered twice")
 	fs.BoolVar(&f.reorder, "webhook-reorder", f.reorder, "deliver webhooks out of order")
-	fs.BoolVar(&f.faults, "faults", f.faults, "inject provider and Lambda faults at the rates below")
+	fs.BoolVar(&f.faults, "faults", f.faults, "inject provider and Lambda faults at the rates below, and stage -incident")
+	fs.StringVar(&f.incident, "incident", f.incident, "an incident to stage, with the alarms it must fire: one of "+strings.Join(stack.IncidentNames(), ", ")+" (empty: none)")
 	fs.Float64Var(&f.providerFailRate, "provider-fail", f.providerFailRate, "provider calls failing with 500 before acting, per seat per endpoint")
 	fs.Float64Var(&f.providerLoseRate, "provider-lose", f.providerLoseRate, "provider calls that act and lose their response, per seat per endpoint")
 	fs.Float64Var(&f.lambdaFailRate, "lambda-fail", f.lambdaFailRate, "saga invocations failing before the handler runs, per seat per function")
@@ -113,6 +120,13 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	var err error
 	if f.pricing, err = f.prices.pricing(); err != nil {
 		return f, err
+	}
+	if f.faults && f.incident != "" {
+		in, ok := stack.IncidentNamed(f.incident)
+		if !ok {
+			return f, fmt.Errorf("-incident %q: want one of %s", f.incident, strings.Join(stack.IncidentNames(), ", "))
+		}
+		f.incidentDef = &in
 	}
 	return f, nil
 }
@@ -203,7 +217,15 @@ func runSale(ctx context.Context, mode string, args []string) error {
 	out := os.Stdout
 	fmt.Fprintf(os.Stderr, "starting the local stack (DynamoDB Local, Step Functions engine, Lambda host, payment simulator)…\n")
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	st, err := stack.Start(startCtx, stackConfig(f, logger))
+	cfg := stackConfig(f, logger)
+	var observe time.Duration
+	if in := f.incidentDef; in != nil {
+		if in.Configure != nil {
+			in.Configure(&cfg)
+		}
+		observe = in.Observe
+	}
+	st, err := stack.Start(startCtx, cfg)
 	cancel()
 	if err != nil {
 		return err
@@ -213,6 +235,14 @@ func runSale(ctx context.Context, mode string, args []string) error {
 			fmt.Fprintln(os.Stderr, "closing the stack:", err)
 		}
 	}()
+	if in := f.incidentDef; in != nil {
+		stop, err := in.Arm(st)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", in.Name, err)
+		}
+		defer stop()
+		fmt.Fprintf(os.Stderr, "%s: staging the incident %s: %s\n", mode, in.Name, in.Description)
+	}
 	plan := faultPlan(f)
 	fmt.Fprintf(os.Stderr, "%s: %d buyers for %d seats (%d each; %s), clock ×%g, hold %s (%s wall), faults %+v\n",
 		mode, f.buyers, f.seats, f.perBuyer, describePricing(f.pricing, f.seats), f.scale, f.hold, time.Duration(float64(f.hold)/f.scale).Round(time.Second), plan)
@@ -222,7 +252,7 @@ func runSale(ctx context.Context, mode string, args []string) error {
 		EventID: mode + "-sale", Seats: f.seats, Buyers: f.buyers, SeatsPerBuyer: f.perBuyer, Mix: mix,
 		Seed: f.seed, Faults: plan, Concurrency: f.concurrency, PollInterval: f.poll,
 		BuyerTimeout: f.buyerTimeout, SettleTimeout: f.settle, SampleInterval: f.sample, ClockScale: f.scale,
-		Progress: bar.buyer, Settling: bar.settling, AwaitAlarms: true,
+		Progress: bar.buyer, Settling: bar.settling, AwaitAlarms: true, ObserveAfter: observe,
 	})
 	bar.done()
 	if err != nil {
@@ -382,13 +412,20 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 	row("settled", "%v after %.1fs", fig.Settled, fig.SettleSeconds)
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", res.Verdict)
-	printAlarms(w, res)
+	printAlarms(w, f, res)
 }
 
 // printAlarms lists every alarm state change of the sale (the deployment's alarms, evaluated
 // on the stack's clock), with when it happened and CloudWatch's reason.
-func printAlarms(w io.Writer, res *stack.SaleResult) {
+func printAlarms(w io.Writer, f saleFlags, res *stack.SaleResult) {
 	fired := res.FiredAlarms()
+	if in := f.incidentDef; in != nil {
+		verdict := "as expected"
+		if !slices.Equal(fired, in.Alarms) {
+			verdict = "NOT the alarms it must fire"
+		}
+		fmt.Fprintf(w, "\nincident %s (%s): must fire %s; %s\n", in.Name, in.Description, strings.Join(in.Alarms, ", "), verdict)
+	}
 	if len(fired) == 0 {
 		fmt.Fprintf(w, "\nalarms: none fired\n")
 	} else {

@@ -122,9 +122,9 @@ type StreamReader struct {
 	// as a mapping without a destination does; an error is logged and the part is discarded
 	// all the same.
 	OnFailure func(ctx context.Context, rec FailureRecord) error
-	// OnInvoke, when set, is told of each invocation before it is made, with the batch's
-	// iterator age as Lambda reports it: the time from the stream receiving the batch's last
-	// record to the mapping sending the batch.
+	// OnInvoke, when set, is told of each invocation before it is made (at, on Now), with the
+	// batch's iterator age as Lambda reports it: the time from the stream receiving the batch's
+	// last record (the stream's own stamp, wall time) to the mapping sending the batch.
 	OnInvoke func(at time.Time, iteratorAge time.Duration)
 	// RecordTime, when set, gives a record's creation time on the mapping's clock (Now): the
 	// local stack's DynamoDB stamps records on the wall clock, which its clock does not follow.
@@ -154,6 +154,9 @@ type shardState struct {
 	// still to invoke, in stream order.
 	batch   []events.DynamoDBEventRecord
 	pending []Span
+	// arrived is when the stream received each record of batch, as the stream stamped it
+	// (wall time), kept apart from the creation time RecordTime may put on the record.
+	arrived []time.Time
 	// checkpoint is the sequence number of the last finished record.
 	checkpoint string
 }
@@ -316,8 +319,10 @@ func (s *StreamReader) fetch(ctx context.Context, id string, sh *shardState) (bo
 		return false, nil
 	}
 	ev := ToLambdaEvent(out.Records)
+	sh.arrived = make([]time.Time, len(ev.Records))
 	for i := range ev.Records {
 		rec := &ev.Records[i]
+		sh.arrived[i] = rec.Change.ApproximateCreationDateTime.Time
 		rec.EventSourceArn = s.StreamARN
 		if s.RecordTime != nil {
 			if t := s.RecordTime(*rec); !t.IsZero() {
@@ -350,7 +355,10 @@ func (s *StreamReader) invokeNext(ctx context.Context, id string, sh *shardState
 	}
 	ev := events.DynamoDBEvent{Records: slices.Clone(sh.batch[part.Start:part.End])}
 	if s.OnInvoke != nil {
-		s.OnInvoke(now, max(0, now.Sub(ev.Records[len(ev.Records)-1].Change.ApproximateCreationDateTime.Time)))
+		// The lag is the stream's own: from its stamp of the part's last record to now, on
+		// the wall clock the stream stamps by. It is how far the mapping is behind, which a
+		// compressed business clock must not stretch.
+		s.OnInvoke(now, max(0, time.Since(sh.arrived[part.End-1]).Truncate(time.Millisecond)))
 	}
 	resp, err := s.Relay.Handle(ctx, ev)
 	if ctx.Err() != nil {
@@ -381,7 +389,7 @@ func (s *StreamReader) invokeNext(ctx context.Context, id string, sh *shardState
 func (s *StreamReader) finish(sh *shardState, n int, next []Span) {
 	sh.pending = append(slices.Clone(next), sh.pending[n:]...)
 	if len(sh.pending) == 0 {
-		sh.batch = nil
+		sh.batch, sh.arrived = nil, nil
 	}
 }
 

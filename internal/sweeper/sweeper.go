@@ -207,7 +207,8 @@ type Result struct {
 	UnresolvedPayments                int   `json:"unresolvedPayments"`
 	UnresolvedPaymentOldestAgeSeconds int64 `json:"unresolvedPaymentOldestAgeSeconds"`
 	// ReconciliationBacklog is everything the sweeper still has to settle: unreleased expired
-	// holds plus unresolved payments.
+	// holds plus unresolved payments, but not those whose running execution is still settling
+	// them within its bounded retries, which are part of every sale with late payments.
 	ReconciliationBacklog             int `json:"reconciliationBacklog"`
 	AuthorizationsNearCaptureDeadline int `json:"authorizationsNearCaptureDeadline"`
 	// OldestRunningExecutionAgeSeconds is the age of the oldest RUNNING execution of the
@@ -265,6 +266,9 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	wg.Wait()
 
 	var oldestHold, oldestPayment time.Time
+	// inSaga counts the unresolved payments whose execution is still running and not stuck:
+	// the saga's own bounded retries are still on them (a late authorization, say).
+	inSaga := 0
 	for i, j := range jobs {
 		r, o := j.r, outcomes[i]
 		res.Released += b2i(o.released)
@@ -278,6 +282,7 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 			continue
 		case o.stillUnknown:
 			res.UnresolvedPayments++
+			inSaga += b2i(o.leftToSaga)
 			oldestPayment = earliest(oldestPayment, since(r))
 		default:
 			res.ExpiredHoldsUnreleased++
@@ -289,7 +294,7 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	}
 	res.ExpiredHoldOldestAgeSeconds = ageSeconds(now, oldestHold)
 	res.UnresolvedPaymentOldestAgeSeconds = ageSeconds(now, oldestPayment)
-	res.ReconciliationBacklog = res.ExpiredHoldsUnreleased + res.UnresolvedPayments
+	res.ReconciliationBacklog = res.ExpiredHoldsUnreleased + res.UnresolvedPayments - inSaga
 	if age, ok := s.oldestRunning(ctx, now); ok {
 		res.OldestRunningExecutionAgeSeconds = age
 	} else {

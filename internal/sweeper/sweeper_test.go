@@ -226,11 +226,11 @@ func TestSweep(t *testing.T) {
 			r.hold("r1", time.Hour, awaitingCapture(reservation.Authorized, time.Minute))
 			r.rec.outcomes["r1"] = saga.OutcomePaid
 		}, want: Result{}, wantInventory: reservation.Confirmed, wantPayment: reservation.Authorized},
-		{name: "confirmed and authorized, saga running: left to it, counted", setup: func(r *rig) {
+		{name: "confirmed and authorized, saga running: left to it, unresolved but not the sweeper's backlog", setup: func(r *rig) {
 			r.hold("r1", time.Hour, awaitingCapture(reservation.Authorized, 5*time.Minute))
 			r.execution("r1", sfntypes.ExecutionStatusRunning)
 			r.rec.outcomes["r1"] = saga.OutcomePaid
-		}, want: Result{PaymentsExamined: 1, LeftToSaga: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 300, ReconciliationBacklog: 1},
+		}, want: Result{PaymentsExamined: 1, LeftToSaga: 1, UnresolvedPayments: 1, UnresolvedPaymentOldestAgeSeconds: 300, ReconciliationBacklog: 0},
 			wantInventory: reservation.Confirmed, wantPayment: reservation.Authorized},
 		{name: "confirmed and authorized, saga running but stuck: captured", setup: func(r *rig) {
 			r.hold("r1", 3*time.Hour, awaitingCapture(reservation.Authorized, 2*time.Hour))

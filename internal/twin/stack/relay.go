@@ -66,7 +66,7 @@ func (st *Stack) publishIteratorAge(at time.Time, age time.Duration) {
 
 // outboxRecordTime is when an outbox record reached the stream, on the stack's clock. DynamoDB
 // Local stamps its stream records on the wall clock, which a fake or scaled stack clock does
-// not follow, so record ages (MaxRecordAge, IteratorAge) are taken from the item's createdAt,
+// not follow, so a record's age (MaxRecordAge) is taken from the item's createdAt,
 // which its writer stamped on the stack's clock in the same transaction; a record without one
 // (the TTL's REMOVE) counts as arriving when the mapping reads it.
 func (st *Stack) outboxRecordTime(rec events.DynamoDBEventRecord) time.Time {

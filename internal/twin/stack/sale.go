@@ -120,6 +120,9 @@ type SaleOptions struct {
 	// progress has ended and been evaluated, so what the sale's last minutes published is
 	// judged too (up to alarms.Period plus a minute of stack time).
 	AwaitAlarms bool
+	// ObserveAfter keeps the stack running this much longer (stack time) after it settled,
+	// before the alarms are awaited: for alarms that need several periods.
+	ObserveAfter time.Duration
 }
 
 // SaleResult is everything a sale produced.
@@ -194,6 +197,12 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	res.Settled = st.settleReporting(settleCtx, o.Settling) == nil
 	cancel()
 	res.SettleTime = time.Since(settleStart)
+	if o.ObserveAfter > 0 {
+		if err := clock.Sleep(ctx, st.Clock, o.ObserveAfter); err != nil {
+			sampler.Stop()
+			return nil, fmt.Errorf("stack: observe after the sale: %w", err)
+		}
+	}
 	if o.AwaitAlarms {
 		if err := st.AwaitAlarmPeriod(ctx); err != nil {
 			sampler.Stop()
