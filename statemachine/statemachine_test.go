@@ -218,11 +218,12 @@ func TestOnlyIncidentsAreFailStates(t *testing.T) {
 			succeeds++
 		}
 	}
-	if len(fails) != 2 || fails["Claim failed"] != "ClaimFailed" || fails["Needs reconciliation"] != "NeedsReconciliation" {
-		t.Fatalf("Fail states %v, want Claim failed and Needs reconciliation only", fails)
+	if len(fails) != 3 || fails["Claim failed"] != "ClaimFailed" || fails["Needs reconciliation"] != "NeedsReconciliation" ||
+		fails["Rejected: invalid request"] != "InvalidRequest" {
+		t.Fatalf("Fail states %v, want Claim failed, Needs reconciliation and Rejected: invalid request only", fails)
 	}
-	// Confirmed, and seven business outcomes, four of them also reached from reconciliation.
-	if succeeds != 12 {
+	// Confirmed, and six business outcomes, four of them also reached from reconciliation.
+	if succeeds != 11 {
 		t.Fatalf("%d Succeed states, want 12", succeeds)
 	}
 }

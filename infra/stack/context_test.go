@@ -89,6 +89,7 @@ func TestValidateRefusesBrokenSettings(t *testing.T) {
 		{"throttle", func(p *Props) { p.Api.BurstLimit = 0 }, "throttling"},
 		{"too many seats for one transaction", func(p *Props) { p.Api.MaxSeatsPerReservation = 100 }, "seats"},
 		{"relay batch", func(p *Props) { p.Events.RelayBatchSize = 0 }, "batch"},
+		{"a sweep period longer than the alarms'", func(p *Props) { p.SweepEveryMinutes = 6 }, "sweep period"},
 		{"no assets", func(p *Props) { p.AssetDir = "" }, "asset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

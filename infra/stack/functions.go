@@ -116,13 +116,14 @@ func NewFunctions(scope constructs.Construct, id string, p FunctionsProps) *Func
 			LogGroup:                     logs,
 			// JSON logs at INFO. Lambda hands both to the binary (AWS_LAMBDA_LOG_FORMAT,
 			// AWS_LAMBDA_LOG_LEVEL), internal/obs logs at that level and Lambda drops lines
-			// below it by their level field, so the level is the function's configuration,
-			// changed without rebuilding a binary. Lambda's own lines are kept to warnings and
-			// errors: its START, END and REPORT lines are INFO, and the durations they carry
-			// are in its Duration metric.
+			// below it by their level field. The level must stay INFO or below: the
+			// embedded-metric-format lines carry no level, Lambda reads them as INFO, and a
+			// higher level would drop every custom metric (a test holds it). Lambda's own lines
+			// stay at INFO too: its REPORT line says a function timed out or ran out of memory,
+			// which a Go binary killed mid-invocation cannot log itself.
 			LoggingFormat:         awslambda.LoggingFormat_JSON,
 			ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
-			SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+			SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
 			Role:                  fnRole,
 		})
 		// The log group must exist before the function first runs, or Lambda would create an

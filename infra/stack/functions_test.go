@@ -103,9 +103,10 @@ func TestEveryFunctionIsDeclaredOnArm64ProvidedAL2023WithItsOwnRoleAndJSONLogs(t
 
 			// JSON lines at INFO, from which Lambda sets the binary's AWS_LAMBDA_LOG_FORMAT and
 			// AWS_LAMBDA_LOG_LEVEL (the boot test starts each binary so), and Lambda's own
-			// lines at WARN, into the function's own log group.
+			// lines at INFO, into the function's own log group. A level above INFO would drop
+			// the metric lines, which carry no level.
 			logsID, logs := s.byPath(t, "Functions/"+pascal(name)+"Logs/Resource")
-			wantLogging := `{"ApplicationLogLevel":"INFO","LogFormat":"JSON","LogGroup":{"Ref":"` + logsID + `"},"SystemLogLevel":"WARN"}`
+			wantLogging := `{"ApplicationLogLevel":"INFO","LogFormat":"JSON","LogGroup":{"Ref":"` + logsID + `"},"SystemLogLevel":"INFO"}`
 			if got := asJSON(p["LoggingConfig"]); got != wantLogging {
 				t.Errorf("logging %s, want %s", got, wantLogging)
 			}

@@ -8,6 +8,7 @@ package stack
 import (
 	"fmt"
 	"regexp"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
@@ -107,6 +109,9 @@ func (p Props) Validate() error {
 		return fmt.Errorf("sweep grace %d seconds: must be positive", p.SweepGraceSeconds)
 	case p.SweepEveryMinutes <= 0:
 		return fmt.Errorf("sweep period %d minutes: must be positive", p.SweepEveryMinutes)
+	case time.Duration(p.SweepEveryMinutes)*time.Minute > alarms.Period:
+		// The sweeper's gauges are judged per alarm period, and a period without one breaches.
+		return fmt.Errorf("sweep period %d minutes: at most %s, the alarms' period, or the backlog alarms would fire between sweeps", p.SweepEveryMinutes, alarms.Period)
 	case p.Api.RateLimit <= 0 || p.Api.BurstLimit <= 0:
 		return fmt.Errorf("api throttling %v/s burst %v: both must be positive", p.Api.RateLimit, p.Api.BurstLimit)
 	case p.Api.MaxSeatsPerReservation <= 0 || p.Api.MaxSeatsPerReservation > 99:

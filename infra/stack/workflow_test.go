@@ -159,3 +159,28 @@ func TestStateMachineIsStandardLoggedWithoutDataTracedAndInvokesOnlyTheSteps(t *
 		}))
 	})
 }
+
+// Only the one check cfn-lint gets wrong about Succeed states is waived, and only on the state
+// machine.
+func TestOnlyTheSucceedStateCheckIsWaivedOnTheStateMachine(t *testing.T) {
+	s := synthesized(t)
+	for id, r := range s.ofType("AWS::StepFunctions::StateMachine") {
+		if got := asJSON(r["Metadata"].(map[string]any)["cfn-lint"]); got != `{"config":{"ignore_checks":["E3601"]}}` {
+			t.Errorf("state machine %s waives %s", id, got)
+		}
+	}
+	for typ, want := range map[string]int{"AWS::StepFunctions::StateMachine": 1} {
+		n := 0
+		for _, m := range s.resources {
+			if md, ok := m["Metadata"].(map[string]any); ok && md["cfn-lint"] != nil {
+				if m["Type"] != typ {
+					t.Errorf("%s waives cfn-lint checks too", m["Type"])
+				}
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("%d resources waive cfn-lint checks, want %d", n, want)
+		}
+	}
+}

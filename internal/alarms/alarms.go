@@ -135,8 +135,9 @@ type Thresholds struct {
 	ExecutionsTimedOut     float64
 	// ExecutionTimeP99Seconds: the 99th percentile of execution duration.
 	ExecutionTimeP99Seconds float64
-	// OldestRunningExecutionAgeSeconds: how old the oldest running execution may be; no
-	// legitimate execution outlives a hold, its reconciliation and its capture.
+	// OldestRunningExecutionAgeSeconds: how old the oldest running execution may be. The
+	// default, two hours, is past a ten-minute hold, the reconcile loop's fifty minutes at
+	// its longest backoff and the capture's retries; a deployment with longer holds raises it.
 	OldestRunningExecutionAgeSeconds float64
 	// StreamIteratorAgeSeconds: how far the relay may lag behind the outbox stream.
 	StreamIteratorAgeSeconds float64
@@ -183,7 +184,7 @@ func DefaultThresholds() Thresholds {
 		ExecutionsFailed:                  1,
 		ExecutionsTimedOut:                1,
 		ExecutionTimeP99Seconds:           1800,
-		OldestRunningExecutionAgeSeconds:  3600,
+		OldestRunningExecutionAgeSeconds:  7200,
 		StreamIteratorAgeSeconds:          60,
 		DLQDepth:                          1,
 		DLQOldestAgeSeconds:               3600,
@@ -198,7 +199,7 @@ func DefaultThresholds() Thresholds {
 		CompensationFailed:                1,
 		ProviderUnavailable:               10,
 		StepRetries:                       25,
-		WebhooksNotArriving:               3,
+		WebhooksNotArriving:               5,
 		Api5xx:                            10,
 		ApiLatencyP99Seconds:              5,
 	}
@@ -369,13 +370,19 @@ func Definitions(s Settings) []Alarm {
 	for _, q := range s.DLQs {
 		name := Pascal(strings.TrimSuffix(q, "DLQ"))
 		queue := Subject{Kind: Queue, Name: q}
-		add(name+"DLQDepth", fmt.Sprintf("Messages in the %s dead-letter queue: events that could not be processed after their retries; read one, fix the cause, redrive it.", q),
+		add(name+"DLQDepth", fmt.Sprintf("Messages in the %s dead-letter queue: %s", q, dlqAdvice[q]),
 			of(SQS, "ApproximateNumberOfMessagesVisible", queue, Maximum), t.DLQDepth, 1, quiet)
 		add(name+"DLQOldestAge", fmt.Sprintf("The oldest message in the %s dead-letter queue has waited too long; it expires after 14 days.", q),
 			of(SQS, "ApproximateAgeOfOldestMessage", queue, Maximum), t.DLQOldestAgeSeconds, 1, quiet)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// dlqAdvice says what a message in each dead-letter queue is and what to do with it.
+var dlqAdvice = map[string]string{
+	deploy.RelayDLQ:    "outbox stream batches the relay gave up on. A message names only the shard and sequence numbers; the records leave the stream 24 hours after they were written, so re-read them by then, or publish the events from the Outbox table after fixing the cause.",
+	deploy.ConsumerDLQ: "events the consumer could not process after Lambda's and EventBridge's retries. A message carries the event: read one, fix the cause, redrive the queue.",
 }
 
 // Pascal turns a function or queue name ("relay", "relay-dlq") into an alarm name's prefix

@@ -159,7 +159,7 @@ func (r *Relay) Publish(ctx context.Context, records []Record) int {
 		}
 		env, err := outbox.FromStreamImage(rec.NewImage)
 		if err != nil {
-			log.Error("relay: undecodable outbox record", "sequenceNumber", rec.SequenceNumber, "err", err)
+			log.ErrorContext(ctx, "relay: undecodable outbox record", "sequenceNumber", rec.SequenceNumber, "err", err)
 			r.d.Metrics.Count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "undecodable"})
 			if f := flush(); f >= 0 {
 				return f
@@ -168,7 +168,7 @@ func (r *Relay) Publish(ctx context.Context, records []Record) int {
 		}
 		entry, size, err := r.entry(env)
 		if err != nil {
-			log.Error("relay: event cannot be published", "sequenceNumber", rec.SequenceNumber, "eventId", env.EventID, "err", err)
+			log.ErrorContext(ctx, "relay: event cannot be published", "sequenceNumber", rec.SequenceNumber, "eventId", env.EventID, "err", err)
 			r.d.Metrics.Count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "oversized"})
 			if f := flush(); f >= 0 {
 				return f
@@ -241,17 +241,17 @@ func (r *Relay) putWithRetry(ctx context.Context, batch []pending) int {
 		var failed []pending
 		switch {
 		case err != nil:
-			log.Warn("relay: PutEvents failed", "attempt", attempt, "entries", len(left), "err", err)
+			log.WarnContext(ctx, "relay: PutEvents failed", "attempt", attempt, "entries", len(left), "err", err)
 			failed = left
 		case out == nil || len(out.Entries) != len(left):
 			// EventBridge answers one result per entry, in order; anything else leaves the
 			// outcome of each entry unknown, so all are retried (a duplicate is harmless).
-			log.Warn("relay: PutEvents answered the wrong number of results", "attempt", attempt, "entries", len(left))
+			log.WarnContext(ctx, "relay: PutEvents answered the wrong number of results", "attempt", attempt, "entries", len(left))
 			failed = left
 		default:
 			for i, res := range out.Entries {
 				if res.ErrorCode != nil || res.EventId == nil {
-					log.Warn("relay: entry refused", "attempt", attempt, "eventId", left[i].env.EventID,
+					log.WarnContext(ctx, "relay: entry refused", "attempt", attempt, "eventId", left[i].env.EventID,
 						"errorCode", aws.ToString(res.ErrorCode), "errorMessage", aws.ToString(res.ErrorMessage))
 					failed = append(failed, left[i])
 					continue
@@ -266,7 +266,7 @@ func (r *Relay) putWithRetry(ctx context.Context, batch []pending) int {
 		if attempt >= maxAttempts || ctx.Err() != nil {
 			first := failed[0]
 			r.d.Metrics.Count(MetricRecordFailures, 1, metrics.Dim{Name: "reason", Value: "putEvents"})
-			log.Error("relay: giving up on record; the stream will redeliver from it", "eventId", first.env.EventID,
+			log.ErrorContext(ctx, "relay: giving up on record; the stream will redeliver from it", "eventId", first.env.EventID,
 				"attempts", attempt, "unpublished", len(failed))
 			return first.index
 		}

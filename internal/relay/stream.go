@@ -173,7 +173,7 @@ func (s *StreamReader) Run(ctx context.Context) error {
 	}
 	for {
 		if _, err := s.Poll(ctx); err != nil && ctx.Err() == nil {
-			s.logger().Warn("relay: stream poll failed", "err", err)
+			s.logger().WarnContext(ctx, "relay: stream poll failed", "err", err)
 		}
 		t := time.NewTimer(interval)
 		select {
@@ -419,14 +419,14 @@ func (s *StreamReader) discard(ctx context.Context, shardID string, sh *shardSta
 	log := s.logger().With("shardId", shardID, "condition", condition,
 		"startSequenceNumber", first.SequenceNumber, "endSequenceNumber", last.SequenceNumber, "records", len(recs))
 	if s.OnFailure == nil {
-		log.Warn("relay: records discarded; the mapping has no on-failure destination")
+		log.WarnContext(ctx, "relay: records discarded; the mapping has no on-failure destination")
 		return
 	}
 	if err := s.OnFailure(ctx, rec); err != nil {
-		log.Error("relay: records discarded and their on-failure record lost", "err", err)
+		log.ErrorContext(ctx, "relay: records discarded and their on-failure record lost", "err", err)
 		return
 	}
-	log.Warn("relay: records sent to the on-failure destination")
+	log.WarnContext(ctx, "relay: records sent to the on-failure destination")
 }
 
 // expiredPrefix counts the leading records older than maxAge at now; records are in stream

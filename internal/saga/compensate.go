@@ -72,8 +72,8 @@ func (s *Steps) Compensate(ctx context.Context, st State) (CompensationResult, e
 		return res, err
 	}
 	if out.Last.Action != reservation.ActDone || out.Last.Outcome == reservation.SettledSold {
-		err := &ConflictError{ReservationID: id, Detail: "settlement goes on in reconciliation: " + out.describe()}
-		s.outcome(ctx, "compensate", in, "handed_to_reconcile", err)
+		err := &SettlementContinues{ReservationID: id, Detail: out.describe()}
+		s.outcome(ctx, "compensate", in, outcomeHandedToReconcile, err)
 		return res, err
 	}
 	s.outcome(ctx, "compensate", in, "compensated", nil, "payment", res.Payment, "seatsReleased", res.SeatsReleased,

@@ -23,17 +23,18 @@ const (
 	EndConfirmed = "Confirmed"
 
 	EndSeatUnavailable        = ErrSeatUnavailable
-	EndInvalidRequest         = ErrInvalidRequest
 	EndPaymentDeclined        = ErrPaymentDeclined
 	EndCustomerCanceled       = ErrCustomerCanceled
 	EndHoldExpired            = ErrHoldExpired
 	EndVoidedAfterLatePayment = "VoidedAfterLatePayment"
 	EndCaptureFailed          = ErrCaptureFailed
 
-	// EndNeedsReconciliation and EndClaimFailed are the errors of the definition's two Fail
-	// states.
+	// EndNeedsReconciliation, EndClaimFailed and EndInvalidRequest are the errors of the
+	// definition's Fail states. An invalid request is one: the API validates every input, so
+	// a claim that refuses one means two parts of the system disagree.
 	EndNeedsReconciliation = "NeedsReconciliation"
 	EndClaimFailed         = "ClaimFailed"
+	EndInvalidRequest      = ErrInvalidRequest
 	// EndTimedOut and EndAborted name an execution that hit the definition's TimeoutSeconds or
 	// was stopped; their error (States.Timeout, a StopExecution's own) says less than the status.
 	EndTimedOut = "TimedOut"
@@ -51,7 +52,6 @@ type businessEnding struct {
 // businessEndings lists every business outcome once.
 var businessEndings = []businessEnding{
 	{EndSeatUnavailable, "Another buyer holds at least one of the seats; nothing was held and no payment was created."},
-	{EndInvalidRequest, "The request was invalid; nothing was held and no payment was created."},
 	{EndPaymentDeclined, "The payment failed; the seats were released."},
 	{EndCustomerCanceled, "The customer canceled; the payment was voided or refunded and the seats released."},
 	{EndHoldExpired, "The hold lapsed before the payment was authorized; the seats were released."},
@@ -170,7 +170,13 @@ func succeeded(output string) Ending {
 		return unreadable
 	}
 	if _, ok := top["Error"]; !ok {
-		return Ending{Finished: true, Outcome: EndConfirmed}
+		// "Confirmed" outputs the execution's state: a sale shows in it, by the capture step's
+		// result or reconciliation finding the payment captured. Any other output is not read
+		// as a sale.
+		if sold(top) {
+			return Ending{Finished: true, Outcome: EndConfirmed}
+		}
+		return unreadable
 	}
 	var v Verdict
 	if err := json.Unmarshal([]byte(output), &v); err != nil || v.Error == "" {
@@ -178,6 +184,19 @@ func succeeded(output string) Ending {
 	}
 	_, known := VerdictOf(v.Error)
 	return Ending{Finished: true, Outcome: v.Error, Cause: sentence(v.Cause), NeedsPerson: !known}
+}
+
+// sold reports whether a succeeded execution's state shows the sale: the capture step
+// answered ($.capture), or reconciliation found the payment captured ($.reconcile.outcome paid).
+func sold(state map[string]json.RawMessage) bool {
+	var capture map[string]json.RawMessage
+	if json.Unmarshal(state["capture"], &capture) == nil && len(capture) > 0 {
+		return true
+	}
+	var rec struct {
+		Outcome string `json:"outcome"`
+	}
+	return json.Unmarshal(state["reconcile"], &rec) == nil && rec.Outcome == OutcomePaid
 }
 
 // sentence returns the message of a Lambda error document ({"errorMessage": …, "errorType":

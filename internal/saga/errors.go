@@ -93,6 +93,9 @@ var stepErrors = []stepErrorKind{
 		from(func(id string, e *reservation.NotFound, _ error) error {
 			return &ConflictError{ReservationID: id, Detail: e.Error()}
 		})),
+	// Not routed by name: the compensation states' States.ALL Catch hands it to
+	// reconciliation, which reads its name (ErrSettlementContinues) in $.compensationFailure.
+	kind[*SettlementContinues]("", outcomeHandedToReconcile),
 }
 
 // stepErrorKind is one entry of stepErrors.
@@ -285,6 +288,21 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	return "reservation " + e.ReservationID + " in unexpected state: " + e.Detail
+}
+
+// ErrSettlementContinues names SettlementContinues, as the state machine's Catch sees it.
+const ErrSettlementContinues = "SettlementContinues"
+
+// SettlementContinues means a compensation found that the reservation must not simply be
+// unwound (its seats are sold, or a late payment is kept): the settlement goes on in
+// reconciliation, which the compensation state's Catch hands it to. It is no failure.
+type SettlementContinues struct {
+	ReservationID string
+	Detail        string
+}
+
+func (e *SettlementContinues) Error() string {
+	return "reservation " + e.ReservationID + ": settlement goes on in reconciliation: " + e.Detail
 }
 
 // ProviderRefused means the payment provider refused the system's own request definitively

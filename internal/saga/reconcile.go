@@ -37,6 +37,7 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 		res.Attempt = st.Reconcile.Attempt + 1
 		res.Captures = st.Reconcile.Captures
 		res.Resumes = st.Reconcile.Resumes
+		res.CompensationFailureCounted = st.Reconcile.CompensationFailureCounted
 	}
 	finish := func(outcome, detail string) (ReconcileResult, error) {
 		res.Outcome, res.Detail, res.Verdict = outcome, detail, reconcileVerdict(outcome)
@@ -45,17 +46,11 @@ func (s *Steps) Reconcile(ctx context.Context, st State) (ReconcileResult, error
 	}
 	out, err := s.settle(ctx, in, "reconcile", settleOptions{stopAtCapture: true, reason: failureName(st)})
 	res.ProviderStatus = out.ProviderStatus
-	if res.Attempt == 1 && st.CompensationFailure != nil {
-		s.compensationFailed(stepCompensate)
-		s.log().ErrorContext(ctx, "compensation failed after its retries; reconciling", "reservationId", in.ReservationID,
-			"correlationId", in.CorrelationID, "error", st.CompensationFailure.Error, "cause", st.CompensationFailure.Cause)
-	}
-	if res.Attempt == 1 && failureName(st) == ErrStatesTimeout && webhookWasDue(out.FirstTruth) {
-		s.metrics().Count(MetricWebhookNeverArrived, 1)
-		s.log().WarnContext(ctx, "payment wait timed out although the provider had decided: its webhook never arrived",
-			"reservationId", in.ReservationID, "providerStatus", out.ProviderStatus)
-	}
 	var unsure *PaymentUncertain
+	if err == nil || errors.As(err, &unsure) {
+		// Counted by the invocation that answers, so a retried invocation counts once.
+		s.countEntry(ctx, st, out, &res)
+	}
 	switch {
 	case errors.As(err, &unsure):
 		return s.again(ctx, in, out.R, &res, unsure.Detail)
@@ -109,6 +104,29 @@ func webhookWasDue(t reservation.Truth) bool {
 		return true
 	}
 	return false
+}
+
+// countEntry counts what brought the execution into reconciliation, once per entry: a Catch
+// brought it (not the reconcile loop's own wait, whose last outcome is retry). A compensation
+// the state machine gave up on is a failed compensation, unless it handed the settlement on
+// by design; a payment wait that timed out although the provider had decided is a webhook that
+// never arrived.
+func (s *Steps) countEntry(ctx context.Context, st State, out settlement, res *ReconcileResult) {
+	if st.Reconcile != nil && st.Reconcile.Outcome == OutcomeRetry {
+		return
+	}
+	in := st.Input
+	if f := st.CompensationFailure; f != nil && f.Error != ErrSettlementContinues && !res.CompensationFailureCounted {
+		res.CompensationFailureCounted = true
+		s.compensationFailed(stepCompensate)
+		s.log().ErrorContext(ctx, "compensation failed after its retries; reconciling", "reservationId", in.ReservationID,
+			"correlationId", in.CorrelationID, "error", f.Error, "cause", f.Cause)
+	}
+	if failureName(st) == ErrStatesTimeout && webhookWasDue(out.FirstTruth) {
+		s.metrics().Count(MetricWebhookNeverArrived, 1)
+		s.log().WarnContext(ctx, "payment wait timed out although the provider had decided: its webhook never arrived",
+			"reservationId", in.ReservationID, "providerStatus", out.ProviderStatus)
+	}
 }
 
 // failureName is the error that led the execution here, if any.

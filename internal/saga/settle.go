@@ -106,7 +106,6 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 			return out, nil
 		case reservation.ActEscalate:
 			s.metrics().Count(MetricSettlementEscalated, 1, metrics.Dim{Name: "step", Value: step})
-			s.compensationFailed(step)
 			s.log().ErrorContext(ctx, "settlement needs a person", "step", step, "reservationId", id, "correlationId", in.CorrelationID,
 				"inventory", string(r.Inventory), "payment", string(r.Payment), "truth", string(f.Truth), "reason", d.Reason)
 			return out, nil

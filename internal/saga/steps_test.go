@@ -983,7 +983,7 @@ func TestCompensateAfterACancelOfSoldSeats(t *testing.T) {
 	}
 	st := State{Input: in, Failure: &Failure{Error: ErrCustomerCanceled}}
 	res, err := h.steps.Compensate(ctx, st)
-	wantErr[*ConflictError](t, err)
+	wantErr[*SettlementContinues](t, err)
 	if res.Payment != "none" || res.SeatsReleased {
 		t.Fatalf("%+v", res)
 	}
@@ -1086,7 +1086,7 @@ func TestCompensateRefundPending(t *testing.T) {
 			h.pay.settleRefund(fmt.Sprintf("re_%d", n), payment.RefundFailed)
 		}
 		_, err := h.steps.Compensate(ctx, st)
-		wantErr[*ConflictError](t, err)
+		wantErr[*SettlementContinues](t, err)
 		h.expectState("r1", reservation.PaymentPending, reservation.Paid)
 		h.expectSeatOwner("A1", "r1")
 		if r := h.store.get("r1"); r.RefundAttempts != reservation.MaxRefundAttempts || len(h.pay.refundAttempts) != reservation.MaxRefundAttempts {

@@ -209,7 +209,7 @@ func TestCompensateActsOnTheVoidAnswer(t *testing.T) {
 		h.pay.force("r1", "succeeded")
 		st := declineState(in)
 		_, err := h.steps.Compensate(ctx, st)
-		wantErr[*ConflictError](t, err)
+		wantErr[*SettlementContinues](t, err)
 		h.expectState("r1", reservation.Confirmed, reservation.Paid)
 		h.expectSeatOwner("A1", "r1")
 		if res := reconcile(t, h, &st); res.Outcome != OutcomePaid {

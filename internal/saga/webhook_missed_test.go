@@ -43,3 +43,37 @@ func TestAWaitThatTimedOutOnADecidedPaymentCountsAWebhookThatNeverArrived(t *tes
 		})
 	}
 }
+
+// Reconciliation counts a failed compensation once per execution, when a Catch brings it: not
+// for a compensation that handed the settlement on by design, not again on the reconcile
+// loop's own attempts, and not again when a later Catch brings the execution back.
+func TestReconciliationCountsAFailedCompensationOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		failure string
+		prior   *ReconcileResult
+		want    int64
+	}{
+		{name: "a void that failed", failure: ErrPaymentUncertain, want: 1},
+		{name: "the hand-off by design", failure: ErrSettlementContinues},
+		{name: "the loop's own next attempt", failure: ErrPaymentUncertain, prior: &ReconcileResult{Attempt: 1, Outcome: OutcomeRetry}},
+		{name: "back from a capture, already counted", failure: ErrPaymentUncertain,
+			prior: &ReconcileResult{Attempt: 1, Outcome: OutcomeCapture, CompensationFailureCounted: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, in := authorizingR1(t, "pm_slow")
+			st := State{Input: in, Failure: &Failure{Error: ErrPaymentDeclined}, CompensationFailure: &Failure{Error: tc.failure}, Reconcile: tc.prior}
+			res, err := h.steps.Reconcile(ctx, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := h.mem.Total(MetricCompensationFailed); got != tc.want {
+				t.Fatalf("%s = %d, want %d", MetricCompensationFailed, got, tc.want)
+			}
+			if tc.want > 0 && !res.CompensationFailureCounted {
+				t.Fatal("the count is not carried to the next attempt")
+			}
+		})
+	}
+}

@@ -193,14 +193,15 @@ func (c *Cache) start(ctx context.Context) *call {
 		if err == nil && v == "" {
 			err = ErrEmpty
 		}
-		c.finish(cl, v, err)
+		// The invocation that started the fetch is the one its log lines belong to.
+		c.finish(fctx, cl, v, err)
 	}()
 	return cl
 }
 
 // finish records a fetch's outcome and hands it to its waiters; it logs a failure after
 // releasing the lock, so that a slow log sink does not hold up callers served from the cache.
-func (c *Cache) finish(cl *call, v string, err error) {
+func (c *Cache) finish(ctx context.Context, cl *call, v string, err error) {
 	c.mu.Lock()
 	c.inflight = nil
 	now := c.opts.Now()
@@ -218,11 +219,11 @@ func (c *Cache) finish(cl *call, v string, err error) {
 	c.mu.Unlock()
 	close(cl.done)
 	if cl.err == nil {
-		c.opts.Logger.Warn("secret refetch failed; serving the previous value",
+		c.opts.Logger.WarnContext(ctx, "secret refetch failed; serving the previous value",
 			"error", err.Error(), "age", age.String(), "servedUntil", until)
 		return
 	}
-	c.opts.Logger.Error("secret refetch failed; no value to serve", "error", err.Error())
+	c.opts.Logger.ErrorContext(ctx, "secret refetch failed; no value to serve", "error", err.Error())
 }
 
 // servable returns the value if nobody refused it and it is still within its stale bound,

@@ -208,7 +208,7 @@ type Result struct {
 	UnresolvedPaymentOldestAgeSeconds int64 `json:"unresolvedPaymentOldestAgeSeconds"`
 	// ReconciliationBacklog is everything the sweeper still has to settle: unreleased expired
 	// holds plus unresolved payments, but not those whose running execution is still settling
-	// them within its bounded retries, which are part of every sale with late payments.
+	// them within its bounded retries, which are part of every sale.
 	ReconciliationBacklog             int `json:"reconciliationBacklog"`
 	AuthorizationsNearCaptureDeadline int `json:"authorizationsNearCaptureDeadline"`
 	// OldestRunningExecutionAgeSeconds is the age of the oldest RUNNING execution of the
@@ -266,8 +266,9 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 	wg.Wait()
 
 	var oldestHold, oldestPayment time.Time
-	// inSaga counts the unresolved payments whose execution is still running and not stuck:
-	// the saga's own bounded retries are still on them (a late authorization, say).
+	// inSaga counts the unresolved payments and unreleased holds whose execution is still
+	// running and not stuck: the saga's own bounded retries are still on them (a late
+	// authorization, a release after the hold's timeout).
 	inSaga := 0
 	for i, j := range jobs {
 		r, o := j.r, outcomes[i]
@@ -286,6 +287,7 @@ func (s *Sweeper) Run(ctx context.Context) (Result, error) {
 			oldestPayment = earliest(oldestPayment, since(r))
 		default:
 			res.ExpiredHoldsUnreleased++
+			inSaga += b2i(o.leftToSaga)
 			oldestHold = earliest(oldestHold, r.HoldExpiresAt)
 		}
 		if nearCaptureDeadline(r, now, s.d.CaptureWarning) {

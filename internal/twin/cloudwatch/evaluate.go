@@ -129,10 +129,10 @@ const reasonTime = "02/01/06 15:04:05"
 // Evaluate computes an alarm's state at time at as CloudWatch does, from the data points of
 // its metric's series (points outside the evaluated periods are ignored, in any order):
 //
-//   - the data points are aggregated with the metric's statistic per period, the periods
-//     aligned to multiples of the period since the Unix epoch;
-//   - the periods evaluated are the last EvaluationPeriods complete ones, the newest ending
-//     at or before at;
+//   - the data points are aggregated with the metric's statistic per period;
+//   - the periods evaluated are the last EvaluationPeriods ones of a sliding window (the
+//     default EvaluationWindow of an alarm): the newest ends at the evaluation minute at or
+//     before at (at a multiple of the period when it is shorter than a minute);
 //   - a period without data is missing and counts as TreatMissing says: breaching,
 //     notBreaching, or not at all ("missing", the default, and "ignore"); a period without
 //     data that began before since, when the series was not yet collected, is unknown;
@@ -154,7 +154,10 @@ func Evaluate(a alarms.Alarm, points []Datum, at, since time.Time, previous Stat
 	if p <= 0 {
 		return Evaluation{State: StateInsufficientData, Reason: fmt.Sprintf("Unchecked: the period %s is not positive", p)}
 	}
-	end := alignDown(at, p)
+	// A sliding window, CloudWatch's default evaluation window: the periods end at the
+	// evaluation (each minute), not at multiples of the period, so a burst that straddles a
+	// period boundary is judged whole.
+	end := alignDown(at, min(p, time.Minute))
 	periods := make([]Period, m)
 	buckets := make([][]float64, m)
 	for i := range periods {

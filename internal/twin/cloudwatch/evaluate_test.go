@@ -107,9 +107,14 @@ func TestEvaluateDecidesTheStateAsCloudWatchDoes(t *testing.T) {
 			want: StateAlarm, reason: "Threshold Crossed: 1 datapoint [3.0 (02/12/26 02:10:00)] was greater than or equal to the threshold (1.0).",
 		},
 		{
-			name: "Sum over one period: the incomplete period is not evaluated yet", alarm: sum1,
+			name: "Sum over a sliding window: the last five minutes are judged at each minute, not at the period's boundary", alarm: sum1,
 			points: []Datum{at(16*time.Minute, 50)}, at: 19 * time.Minute,
-			want: StateOK, reason: "Threshold Crossed: no datapoints were received for 1 period and 1 missing datapoint was treated as [NonBreaching].",
+			want: StateAlarm, reason: "Threshold Crossed: 1 datapoint [50.0 (02/12/26 02:14:00)] was greater than or equal to the threshold (1.0).",
+		},
+		{
+			name: "Sum over a sliding window: a point just before a period boundary is still judged after it", alarm: sum1,
+			points: []Datum{at(14*time.Minute+30*time.Second, 1)}, at: 16 * time.Minute,
+			want: StateAlarm, reason: "Threshold Crossed: 1 datapoint [1.0 (02/12/26 02:11:00)] was greater than or equal to the threshold (1.0).",
 		},
 		{
 			name: "Sum over one period: a point on the boundary belongs to the period it starts", alarm: sum1,

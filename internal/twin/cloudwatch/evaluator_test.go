@@ -19,8 +19,8 @@ func evaluatorAlarms() []alarms.Alarm {
 }
 
 // On a fake clock the evaluator starts every alarm INSUFFICIENT_DATA, evaluates each minute,
-// fires an alarm whose metric breaches once the period has ended, reads a subject's metric
-// under its dimension only, and returns to OK when the next period is quiet.
+// fires an alarm whose metric breaches in its sliding window, reads a subject's metric under
+// its dimension only, and returns to OK once the window has slid past the breach.
 func TestEvaluatorRecordsEveryTransitionOnTheClock(t *testing.T) {
 	clk := clock.NewFake(t0.Add(30 * time.Second))
 	store := NewStore()
@@ -71,9 +71,9 @@ func TestEvaluatorRecordsEveryTransitionOnTheClock(t *testing.T) {
 	want := []Transition{
 		{Alarm: "WebhookRejected", From: StateInsufficientData, To: StateAlarm, Time: t0.Add(5 * time.Minute),
 			Reason: "Threshold Crossed: 1 datapoint [1.0 (02/12/26 02:00:00)] was greater than or equal to the threshold (1.0)."},
-		{Alarm: "WebhookRejected", From: StateAlarm, To: StateOK, Time: t0.Add(10 * time.Minute),
+		{Alarm: "ApiErrors", From: StateInsufficientData, To: StateOK, Time: t0.Add(6 * time.Minute),
 			Reason: "Threshold Crossed: no datapoints were received for 1 period and 1 missing datapoint was treated as [NonBreaching]."},
-		{Alarm: "ApiErrors", From: StateInsufficientData, To: StateOK, Time: t0.Add(10 * time.Minute),
+		{Alarm: "WebhookRejected", From: StateAlarm, To: StateOK, Time: t0.Add(7 * time.Minute),
 			Reason: "Threshold Crossed: no datapoints were received for 1 period and 1 missing datapoint was treated as [NonBreaching]."},
 	}
 	if got := ev.History(); !reflect.DeepEqual(got, want) {

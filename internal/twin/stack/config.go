@@ -176,7 +176,9 @@ func Compressed(scale float64, hold time.Duration) Config {
 		Hold:             hold,
 		SweepGrace:       2 * time.Minute,
 		SweepInterval:    time.Minute,
-		ReconcileBackoff: 30 * time.Second,
+		// The reconcile loop outlasts a late authorization (Payments.LateAuthorizationDelay,
+		// a fifth of the hold past it) by its attempts times this.
+		ReconcileBackoff: time.Minute,
 		// A lost provider response costs one client timeout of wall time.
 		PaymentsTimeout:  3 * time.Second,
 		WebhookTolerance: time.Duration(scale) * 5 * time.Minute,
