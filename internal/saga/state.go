@@ -149,11 +149,11 @@ type ReconcileResult struct {
 	Captures int `json:"captures,omitempty"`
 	// Resumes counts how often reconcile has sent this execution back to waiting for the
 	// buyer; Hold is the hold to wait with then (its SecondsLeft is the time left now).
-	Resumes int   `json:"resumes,omitempty"`
+	Resumes int `json:"resumes,omitempty"`
 	// CompensationFailureCounted says the failed compensation in $.compensationFailure was
 	// counted: the slot stays set for the rest of the execution, the count must not.
-	CompensationFailureCounted bool `json:"compensationFailureCounted,omitempty"`
-	Hold    *Hold `json:"hold,omitempty"`
+	CompensationFailureCounted bool  `json:"compensationFailureCounted,omitempty"`
+	Hold                       *Hold `json:"hold,omitempty"`
 	// RetryAfterSeconds is how long the ASL waits before the next attempt (outcome retry).
 	RetryAfterSeconds int    `json:"retryAfterSeconds,omitempty"`
 	ProviderStatus    string `json:"providerStatus,omitempty"`

@@ -254,8 +254,8 @@ func TestTheBacklogReachesEMFAsGaugesInTheirUnits(t *testing.T) {
 				}
 			}
 			wantValues := map[string]float64{
-				MetricExpiredHoldsUnreleased:           1,
-				MetricExpiredHoldOldestAgeSeconds:      300,
+				MetricExpiredHoldsUnreleased:      1,
+				MetricExpiredHoldOldestAgeSeconds: 300,
 				// The expired hold's execution still runs: unreleased, but the saga's.
 				MetricReconciliationBacklog:            0,
 				MetricOldestRunningExecutionAgeSeconds: 90,

@@ -172,10 +172,10 @@ type PaymentsConfig struct {
 // the reorder window) are stretched to match.
 func Compressed(scale float64, hold time.Duration) Config {
 	return Config{
-		Clock:            clock.NewScaled(clock.Real{}, scale),
-		Hold:             hold,
-		SweepGrace:       2 * time.Minute,
-		SweepInterval:    time.Minute,
+		Clock:         clock.NewScaled(clock.Real{}, scale),
+		Hold:          hold,
+		SweepGrace:    2 * time.Minute,
+		SweepInterval: time.Minute,
 		// The reconcile loop outlasts a late authorization (Payments.LateAuthorizationDelay,
 		// a fifth of the hold past it) by its attempts times this.
 		ReconcileBackoff: time.Minute,
