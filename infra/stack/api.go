@@ -115,6 +115,9 @@ func NewApi(scope constructs.Construct, id string, p ApiProps) *Api {
 		RemovalPolicy: removal,
 	})
 	a.RestApi = awsapigateway.NewRestApi(c, jsii.String("RestApi"), &awsapigateway.RestApiProps{
+		// Named after the stack: API Gateway's metrics are named by the API's name, and two
+		// stages in one account must not share their alarms' series.
+		RestApiName:   jsii.String(*awscdk.Stack_Of(c).StackName() + "-api"),
 		Description:   jsii.String("seatsaga reservations and Stripe webhooks"),
 		EndpointTypes: &[]awsapigateway.EndpointType{awsapigateway.EndpointType_REGIONAL},
 		// Execution logging needs API Gateway's CloudWatch role, an account-level setting

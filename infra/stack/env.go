@@ -22,7 +22,8 @@ const (
 	EnvAllowedOrigins      = config.EnvAllowedOrigins
 )
 
-// MetricsNamespace is the CloudWatch namespace of seatsaga's embedded-metric-format metrics.
+// MetricsNamespace is the prefix of each stage's CloudWatch namespace of seatsaga's
+// embedded-metric-format metrics (alarms.StageNamespace).
 const MetricsNamespace = config.DefaultMetricsNamespace
 
 // EventSource is the EventBridge source the relay publishes outbox events under.

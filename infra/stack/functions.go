@@ -15,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/seatsaga/seatsaga/infra/build"
+	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
@@ -239,7 +240,9 @@ func (r *resolver) Setting(name string) string {
 	case EnvSweepGraceSeconds:
 		return strconv.Itoa(r.settings.SweepGraceSeconds)
 	case EnvMetricsNamespace:
-		return MetricsNamespace
+		// One namespace per stage: two stages in one account must not feed each other's
+		// alarms.
+		return alarms.StageNamespace(r.settings.Stage)
 	case EnvTablePrefix:
 		return *r.data.Prefix()
 	case EnvStateMachineArn:

@@ -35,7 +35,7 @@ func (d startDeployment) ARN(fn string, r deploy.Resource) string {
 func (startDeployment) Setting(name string) string {
 	return map[string]string{
 		EnvStage: "dev", EnvTablePrefix: "Seatsaga-dev-", EnvLateSuccessPolicy: "reacquire",
-		EnvHoldSeconds: "600", EnvMaxSeats: "10", EnvSweepGraceSeconds: "120", EnvMetricsNamespace: MetricsNamespace,
+		EnvHoldSeconds: "600", EnvMaxSeats: "10", EnvSweepGraceSeconds: "120", EnvMetricsNamespace: MetricsNamespace + "/dev",
 		EnvStateMachineArn: "arn:aws:states:eu-west-1:123456789012:stateMachine:seatsaga", EnvEventBusName: "seatsaga",
 	}[name]
 }

@@ -104,7 +104,7 @@ func NewMonitoring(scope constructs.Construct, id string, p MonitoringProps) *Mo
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	custom := func(name, statistic string) awscloudwatch.Metric {
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace:  jsii.String(MetricsNamespace),
+			Namespace:  jsii.String(p.Settings.Namespace),
 			MetricName: jsii.String(name),
 			Statistic:  jsii.String(statistic),
 			Period:     five,
@@ -215,5 +215,5 @@ func alarmRefsOf(alarms []awscloudwatch.IAlarm) *[]interfacesawscloudwatch.IAlar
 
 // monitoringSettings are the alarm set's inputs in this deployment.
 func (p Props) monitoringSettings() alarms.Settings {
-	return alarms.Deployed(p.Thresholds, time.Duration(p.SweepEveryMinutes)*time.Minute)
+	return alarms.Deployed(alarms.StageNamespace(p.Stage), p.Thresholds, time.Duration(p.SweepEveryMinutes)*time.Minute)
 }

@@ -103,17 +103,19 @@ func TestARenderedAlarmThatDiffersFromItsDefinitionIsCaught(t *testing.T) {
 // The alarms the fault matrix proves read the metrics the code emits: the producers'
 // constants, or the AWS metric of the right resource.
 func TestEveryMatrixAlarmWatchesWhatTheCodeEmits(t *testing.T) {
+	// The stage's own namespace: Seatsaga/dev for the default props.
+	ns := MetricsNamespace + "/" + DefaultProps().Stage + "/"
 	defs := map[string]alarms.Alarm{}
 	for _, d := range alarms.Definitions(DefaultProps().monitoringSettings()) {
 		defs[d.Name] = d
 	}
 	for name, want := range map[string]string{
-		"UnresolvedPayments":        "Seatsaga/" + MetricUnresolvedPayments,
-		"ReconciliationBacklog":     "Seatsaga/" + MetricReconciliationBacklog,
-		"WebhookRejected":           "Seatsaga/" + MetricWebhookRejected,
-		"Throttled":                 "Seatsaga/" + MetricThrottled,
-		"StepRetries":               "Seatsaga/" + alarms.MetricStepRetryableError,
-		"OldestRunningExecutionAge": "Seatsaga/" + alarms.MetricOldestRunningExecutionAgeSeconds,
+		"UnresolvedPayments":        ns + MetricUnresolvedPayments,
+		"ReconciliationBacklog":     ns + MetricReconciliationBacklog,
+		"WebhookRejected":           ns + MetricWebhookRejected,
+		"Throttled":                 ns + MetricThrottled,
+		"StepRetries":               ns + alarms.MetricStepRetryableError,
+		"OldestRunningExecutionAge": ns + alarms.MetricOldestRunningExecutionAgeSeconds,
 		"SweeperErrors":             "AWS/Lambda/Errors/sweeper",
 		"SweeperNotRunning":         "AWS/Lambda/Invocations/sweeper",
 		"ApiThrottles":              "AWS/Lambda/Throttles/api",

@@ -81,7 +81,7 @@ func (r *templateResolver) Setting(name string) string {
 	case EnvSweepGraceSeconds:
 		return strconv.Quote(strconv.Itoa(r.settings.SweepGraceSeconds))
 	case EnvMetricsNamespace:
-		return strconv.Quote(MetricsNamespace)
+		return strconv.Quote(MetricsNamespace + "/" + r.settings.Stage)
 	case EnvTablePrefix:
 		return `{"Fn::Join":["",[{"Ref":"AWS::StackName"},"-"]]}`
 	case EnvStateMachineArn:

@@ -24,7 +24,8 @@ import (
 
 // Namespaces of the metrics the alarms read.
 const (
-	// Custom is seatsaga's own embedded-metric-format namespace.
+	// Custom is seatsaga's own embedded-metric-format namespace, and the prefix of each
+	// stage's (StageNamespace).
 	Custom     = config.DefaultMetricsNamespace
 	States     = "AWS/States"
 	Lambda     = "AWS/Lambda"
@@ -229,6 +230,9 @@ func (t Thresholds) WithDefaults() Thresholds {
 
 // Settings are what the alarm set depends on in a deployment.
 type Settings struct {
+	// Namespace is the deployment's own namespace of custom metrics ("" is Custom): one per
+	// stage, so that two stages in one account never read each other's metrics.
+	Namespace  string
 	Thresholds Thresholds
 	// SweepEvery is the sweeper's period; its gauges are judged over three periods.
 	SweepEvery time.Duration
@@ -254,10 +258,13 @@ var DeadLetterQueues = []string{deploy.ConsumerDLQ, deploy.RelayDLQ}
 
 // Deployed are the settings of the whole deployment (the stack and the local stack alike):
 // every unrouted function, both dead-letter queues and the API.
-func Deployed(t Thresholds, sweepEvery time.Duration) Settings {
-	return Settings{Thresholds: t, SweepEvery: sweepEvery, Functions: deploy.Names(), Unrouted: UnroutedFunctions,
+func Deployed(namespace string, t Thresholds, sweepEvery time.Duration) Settings {
+	return Settings{Namespace: namespace, Thresholds: t, SweepEvery: sweepEvery, Functions: deploy.Names(), Unrouted: UnroutedFunctions,
 		DLQs: DeadLetterQueues, API: true}
 }
+
+// StageNamespace is the custom-metric namespace of a stage's deployment.
+func StageNamespace(stage string) string { return Custom + "/" + stage }
 
 // Period is the period of every alarm but the sweeper's heartbeat.
 const Period = 5 * time.Minute
@@ -268,8 +275,12 @@ const gaugePeriods = 3
 // Definitions are the deployment's alarms, sorted by name.
 func Definitions(s Settings) []Alarm {
 	t := s.Thresholds.WithDefaults()
+	namespace := s.Namespace
+	if namespace == "" {
+		namespace = Custom
+	}
 	custom := func(name, statistic string) Metric {
-		return Metric{Namespace: Custom, Name: name, Statistic: statistic, Period: Period}
+		return Metric{Namespace: namespace, Name: name, Statistic: statistic, Period: Period}
 	}
 	sum := func(name string) Metric { return custom(name, Sum) }
 	gauge := func(name string) Metric { return custom(name, Maximum) }

@@ -1,12 +1,13 @@
 package alarms
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
 
 func deployed() Settings {
-	return Deployed(Thresholds{}, time.Minute)
+	return Deployed("", Thresholds{}, time.Minute)
 }
 
 func TestEveryAlarmIsNamedOnceAndComplete(t *testing.T) {
@@ -25,7 +26,7 @@ func TestEveryAlarmIsNamedOnceAndComplete(t *testing.T) {
 		if a.Metric.Period <= 0 || a.Metric.Period%time.Minute != 0 {
 			t.Errorf("%s: period %s is not whole minutes", a.Name, a.Metric.Period)
 		}
-		if (a.Metric.Namespace == Custom) != (a.Metric.Subject.Kind == NoSubject) {
+		if (!strings.HasPrefix(a.Metric.Namespace, "AWS/")) != (a.Metric.Subject.Kind == NoSubject) {
 			t.Errorf("%s: custom metrics, and only they, are read without a subject", a.Name)
 		}
 	}
@@ -92,6 +93,15 @@ func TestPascal(t *testing.T) {
 	for in, want := range map[string]string{"relay": "Relay", "relay-dlq": "RelayDlq", "Relay": "Relay", "a_b": "AB"} {
 		if got := Pascal(in); got != want {
 			t.Errorf("Pascal(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Each stage's alarms read its own custom metrics, never another stage's.
+func TestAStagesAlarmsReadItsOwnNamespace(t *testing.T) {
+	for _, a := range Definitions(Deployed(StageNamespace("prod"), Thresholds{}, time.Minute)) {
+		if a.Metric.Subject.Kind == NoSubject && a.Metric.Namespace != "Seatsaga/prod" {
+			t.Errorf("%s reads %s", a.Name, a.Metric.Namespace)
 		}
 	}
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
 )
 
-// APIName is the REST API's name, the value of the ApiName dimension of its metrics. The CDK
-// app sets no restApiName (infra/stack/api.go), so CDK names the API after its construct id,
-// "RestApi", and the deployed alarms select ApiName=RestApi; the local API carries the same.
-const APIName = "RestApi"
+// APIName is the local REST API's name, the value of the ApiName dimension of its metrics.
+// The CDK app names each stack's API "<stack name>-api" (infra/stack/api.go); the local stack's
+// is named the same way.
+const APIName = "seatsaga-local-api"
 
 // APIStage is the stage the local API serves, API Gateway's Stage dimension.
 const APIStage = "local"
@@ -32,7 +32,7 @@ func (st *Stack) AlarmSettings() alarms.Settings {
 	if every <= 0 {
 		every = time.Minute
 	}
-	return alarms.Deployed(st.cfg.Thresholds, every)
+	return alarms.Deployed(st.AppConfig.MetricsNamespace, st.cfg.Thresholds, every)
 }
 
 // alarmDimension is the local value of a subject's dimension.

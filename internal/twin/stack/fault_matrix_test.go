@@ -79,7 +79,7 @@ func runMatrixSale(t *testing.T, in Incident) *SaleResult {
 // the monitoring promises.
 func TestTheMatrixNamesOnlyDeployedAlarms(t *testing.T) {
 	defined := map[string]bool{}
-	for _, a := range alarms.Definitions(alarms.Deployed(alarms.Thresholds{}, time.Minute)) {
+	for _, a := range alarms.Definitions(alarms.Deployed("", alarms.Thresholds{}, time.Minute)) {
 		defined[a.Name] = true
 	}
 	proved := map[string]bool{}
