@@ -125,7 +125,7 @@ func TestSummaryCountsOutcomesAndWhatNeedsAPerson(t *testing.T) {
 			Entered: make([]time.Time, len(states)), Exited: make([]time.Time, len(states)), Ending: saga.EndingOf(status, output, errName)}
 	}
 	res := &stack.SaleResult{Run: &load.Run{}, Traces: []stack.ExecutionTrace{
-		trace("sold", "SUCCEEDED", `{"reservationId":"sold"}`, "", "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed"),
+		trace("sold", "SUCCEEDED", `{"reservationId":"sold","capture":{"paymentIntentId":"pi_1"}}`, "", "Claim seats", "Wait for payment authorization", "Confirm seats", "Capture payment", "Confirmed"),
 		trace("lost", "SUCCEEDED", `{"Error":"SeatUnavailable","Cause":"seat S1 is taken"}`, "", "Claim seats", "Rejected: seats taken"),
 		trace("lost2", "SUCCEEDED", `{"Error":"SeatUnavailable","Cause":"seat S2 is taken"}`, "", "Claim seats", "Rejected: seats taken"),
 		trace("stuck", "FAILED", "", saga.EndClaimFailed, "Claim seats", "Claim failed"),
