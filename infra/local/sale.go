@@ -533,6 +533,10 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 	}
 	var marks []report.AlarmMark
 	for _, tr := range res.Alarms {
+		// Firing and clearing; an alarm's first evaluation (INSUFFICIENT_DATA → OK) is noise.
+		if tr.To != cloudwatch.StateAlarm && tr.From != cloudwatch.StateAlarm {
+			continue
+		}
 		marks = append(marks, report.AlarmMark{At: tr.Time.Sub(res.Start).Seconds() / scale, StackTime: "+" + stackOffset(res, tr.Time),
 			Alarm: tr.Alarm, From: string(tr.From), To: string(tr.To), Reason: tr.Reason})
 	}
