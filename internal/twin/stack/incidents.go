@@ -43,6 +43,15 @@ const StuckFor = 20 * time.Minute
 // configures: a small sale's executions are minutes old, not the hour a deployment allows.
 const StuckThreshold = 10 * time.Minute
 
+// SmallSaleWebhooksNotArriving is the WebhooksNotArriving threshold the webhook incidents
+// configure: a small sale has only a handful of payments that wait for their webhook (a card
+// authorized at once needs none), fewer than the deployment's default of five.
+const SmallSaleWebhooksNotArriving = 2
+
+func smallSaleWebhookThreshold(c *Config) {
+	c.Thresholds.WebhooksNotArriving = SmallSaleWebhooksNotArriving
+}
+
 // Incidents are the fault classes, by name.
 func Incidents() []Incident {
 	allEndpoints := []stripesim.Endpoint{stripesim.EndpointCreateIntent, stripesim.EndpointRetrieveIntent, stripesim.EndpointConfirmIntent,
@@ -58,6 +67,7 @@ func Incidents() []Incident {
 			},
 			Alarms: []string{"ProviderUnavailable"}},
 		{Name: "webhooks-lost", Description: "the provider delivers no webhook",
+			Configure: smallSaleWebhookThreshold,
 			Arm: func(st *Stack) (func(), error) {
 				cfg := st.webhookConfig()
 				cfg.URL = ""
@@ -66,6 +76,7 @@ func Incidents() []Incident {
 			},
 			Alarms: []string{"WebhooksNotArriving"}},
 		{Name: "wrong-webhook-secret", Description: "the provider signs webhooks with a secret Secrets Manager does not hold",
+			Configure: smallSaleWebhookThreshold,
 			Arm: func(st *Stack) (func(), error) {
 				cfg := st.webhookConfig()
 				cfg.Secret = "whsec_not_the_one_in_secrets_manager"
