@@ -81,7 +81,7 @@ func NewFunctions(scope constructs.Construct, id string, p FunctionsProps) *Func
 	}
 	fs := &Functions{Construct: c, ByName: map[string]*Function{}}
 	for _, s := range specs {
-		name := pascal(s.Name)
+		name := alarms.Pascal(s.Name)
 		logs := awslogs.NewLogGroup(c, jsii.String(name+"Logs"), &awslogs.LogGroupProps{
 			Retention:     p.LogRetention,
 			RemovalPolicy: removal,
@@ -272,16 +272,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// pascal turns a function name into a construct id: "compensate" -> "Compensate".
-func pascal(name string) string {
-	if name == "" {
-		return name
-	}
-	b := []byte(name)
-	if b[0] >= 'a' && b[0] <= 'z' {
-		b[0] -= 'a' - 'A'
-	}
-	return string(b)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seatsaga/seatsaga/infra/build"
+	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
@@ -69,7 +70,7 @@ func jsonsOf(v any) []string {
 
 func (s *synth) functionRoleID(t *testing.T, name string) string {
 	t.Helper()
-	id, _ := s.byPath(t, "Functions/"+pascal(name)+"Role/Resource")
+	id, _ := s.byPath(t, "Functions/"+alarms.Pascal(name)+"Role/Resource")
 	return id
 }
 
@@ -81,7 +82,7 @@ func TestEveryFunctionIsDeclaredOnArm64ProvidedAL2023WithItsOwnRoleAndJSONLogs(t
 	roles := map[string]string{}
 	for _, name := range build.Functions {
 		t.Run(name, func(t *testing.T) {
-			_, r := s.byPath(t, "Functions/"+pascal(name)+"/Resource")
+			_, r := s.byPath(t, "Functions/"+alarms.Pascal(name)+"/Resource")
 			p := props(r)
 			if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" {
 				t.Errorf("runtime %v handler %v, want provided.al2023 bootstrap", p["Runtime"], p["Handler"])
@@ -105,7 +106,7 @@ func TestEveryFunctionIsDeclaredOnArm64ProvidedAL2023WithItsOwnRoleAndJSONLogs(t
 			// AWS_LAMBDA_LOG_LEVEL (the boot test starts each binary so), and Lambda's own
 			// lines at INFO, into the function's own log group. A level above INFO would drop
 			// the metric lines, which carry no level.
-			logsID, logs := s.byPath(t, "Functions/"+pascal(name)+"Logs/Resource")
+			logsID, logs := s.byPath(t, "Functions/"+alarms.Pascal(name)+"Logs/Resource")
 			wantLogging := `{"ApplicationLogLevel":"INFO","LogFormat":"JSON","LogGroup":{"Ref":"` + logsID + `"},"SystemLogLevel":"INFO"}`
 			if got := asJSON(p["LoggingConfig"]); got != wantLogging {
 				t.Errorf("logging %s, want %s", got, wantLogging)
@@ -146,7 +147,7 @@ func TestFunctionRolesAreLeastPrivilege(t *testing.T) {
 	for _, name := range build.Functions {
 		t.Run(name, func(t *testing.T) {
 			roleID := s.functionRoleID(t, name)
-			_, role := s.byPath(t, "Functions/"+pascal(name)+"Role/Resource")
+			_, role := s.byPath(t, "Functions/"+alarms.Pascal(name)+"Role/Resource")
 			if mp, ok := props(role)["ManagedPolicyArns"]; ok {
 				t.Errorf("managed policies attached: %s", asJSON(mp))
 			}

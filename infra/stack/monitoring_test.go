@@ -11,6 +11,8 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/sweeper"
 )
 
 // alarmsByName maps each alarm's short name (after "<stack>-") to its properties.
@@ -37,7 +39,7 @@ func TestTheTemplatesAlarmsAreTheDefinitions(t *testing.T) {
 		{Kind: alarms.Queue, Name: deploy.ConsumerDLQ}: s.id(t, "Events/ConsumerDLQ/Resource"),
 	}
 	for _, fn := range deploy.Names() {
-		subjects[alarms.Subject{Kind: alarms.Function, Name: fn}] = s.id(t, "Functions/"+pascal(fn)+"/Resource")
+		subjects[alarms.Subject{Kind: alarms.Function, Name: fn}] = s.id(t, "Functions/"+alarms.Pascal(fn)+"/Resource")
 	}
 	defs := alarms.Definitions(DefaultProps().monitoringSettings())
 	if len(rendered) != len(defs) {
@@ -114,8 +116,8 @@ func TestEveryMatrixAlarmWatchesWhatTheCodeEmits(t *testing.T) {
 		"ReconciliationBacklog":     ns + MetricReconciliationBacklog,
 		"WebhookRejected":           ns + MetricWebhookRejected,
 		"Throttled":                 ns + MetricThrottled,
-		"StepRetries":               ns + alarms.MetricStepRetryableError,
-		"OldestRunningExecutionAge": ns + alarms.MetricOldestRunningExecutionAgeSeconds,
+		"StepRetries":               ns + saga.MetricStepRetryableError,
+		"OldestRunningExecutionAge": ns + sweeper.MetricOldestRunningExecutionAgeSeconds,
 		"SweeperErrors":             "AWS/Lambda/Errors/sweeper",
 		"SweeperNotRunning":         "AWS/Lambda/Invocations/sweeper",
 		"ApiThrottles":              "AWS/Lambda/Throttles/api",

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
@@ -93,7 +94,7 @@ func functionWildcards(name string, spec deploy.Function) []suppression {
 			}
 		}
 	}
-	path := "Functions/" + pascal(name) + "Role/DefaultPolicy/Resource"
+	path := "Functions/" + alarms.Pascal(name) + "Role/DefaultPolicy/Resource"
 	var out []suppression
 
 	if len(executionActions) > 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 )
 
@@ -60,7 +61,7 @@ func (r *templateResolver) ARN(fn string, res deploy.Resource) string {
 	case deploy.Queue:
 		return getAtt(r.id("Events/"+res.Name+"/Resource"), "Arn")
 	case deploy.LogGroup:
-		return getAtt(r.id("Functions/"+pascal(fn)+"Logs/Resource"), "Arn")
+		return getAtt(r.id("Functions/"+alarms.Pascal(fn)+"Logs/Resource"), "Arn")
 	case deploy.Any:
 		return `"*"`
 	}
@@ -112,7 +113,7 @@ func (s *synth) specDiffs(specs []deploy.Function, settings Settings) []string {
 	var diffs []string
 	byPath := map[string]deploy.Function{}
 	for _, f := range specs {
-		byPath[*s.stack.StackName()+"/Functions/"+pascal(f.Name)+"/Resource"] = f
+		byPath[*s.stack.StackName()+"/Functions/"+alarms.Pascal(f.Name)+"/Resource"] = f
 	}
 	seen := map[string]bool{}
 	for id, r := range s.ofType("AWS::Lambda::Function") {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/statemachine"
 )
 
@@ -65,7 +66,7 @@ func TestSubstitutionsPointAtTheNamedFunctions(t *testing.T) {
 			t.Errorf("substitution %s names no step", k)
 			continue
 		}
-		fnID, _ := s.byPath(t, "Functions/"+pascal(step.Name)+"/Resource")
+		fnID, _ := s.byPath(t, "Functions/"+alarms.Pascal(step.Name)+"/Resource")
 		if want := `{"Fn::GetAtt":["` + fnID + `","Arn"]}`; asJSON(v) != want {
 			t.Errorf("%s = %s, want %s", k, asJSON(v), want)
 		}
@@ -141,7 +142,7 @@ func TestStateMachineIsStandardLoggedWithoutDataTracedAndInvokesOnlyTheSteps(t *
 	}
 	var want []string
 	for _, step := range statemachine.Steps {
-		id, _ := s.byPath(t, "Functions/"+pascal(step.Name)+"/Resource")
+		id, _ := s.byPath(t, "Functions/"+alarms.Pascal(step.Name)+"/Resource")
 		want = append(want, `{"Fn::GetAtt":["`+id+`","Arn"]}`)
 	}
 	sort.Strings(invokable)

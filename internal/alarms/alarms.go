@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seatsaga/seatsaga/internal/api"
 	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/inventory"
@@ -304,9 +305,9 @@ func Definitions(s Settings) []Alarm {
 	add("Throttled", "DynamoDB throttled a request of the inventory store after the SDK's retries: table capacity or account limits are being hit; look at the tables' consumed capacity first.",
 		sum(inventory.MetricThrottle), t.Throttled, 1, quiet)
 	add("CompensationFailed", "A compensation (void, refund or release) failed: money may be held or seats kept for a buyer who gave them up. Find the step's error by reservationId in the compensate function's logs; reconciliation retries it.",
-		sum(MetricCompensationFailed), t.CompensationFailed, 1, quiet)
+		sum(saga.MetricCompensationFailed), t.CompensationFailed, 1, quiet)
 	add("StepRetries", "Saga steps are failing with errors the state machine retries (provider unreachable, DynamoDB throttled, Lambda errors): look at the StepRetryableError metric by step, then that step's logs.",
-		sum(MetricStepRetryableError), t.StepRetries, 1, quiet)
+		sum(saga.MetricStepRetryableError), t.StepRetries, 1, quiet)
 	add("ExecutionsFailed", "Reservation executions ended in a state that needs a person (Needs reconciliation, Claim failed) or an error no Catch handled: open the failed executions in the Step Functions console and the reservation by its id.",
 		of(States, "ExecutionsFailed", sm, Sum), t.ExecutionsFailed, 1, quiet)
 	add("ExecutionsTimedOut", "Reservation executions hit the state machine's TimeoutSeconds, which no legitimate path reaches: a step or a wait is stuck; open the execution's history.",
@@ -316,7 +317,7 @@ func Definitions(s Settings) []Alarm {
 	add("ExecutionTimeP99", "The slowest reservations run far longer than a hold lasts: payment waits or reconciliation loops are not ending.",
 		of(States, "ExecutionTime", sm, P99), t.ExecutionTimeP99Seconds*1000, 1, quiet)
 	add("OldestRunningExecutionAge", "An execution has been running longer than any legitimate path takes: a step or wait is stuck. The sweeper measures it; find the oldest RUNNING execution in the console.",
-		gauge(MetricOldestRunningExecutionAgeSeconds), t.OldestRunningExecutionAgeSeconds, 1, silenceBreaches)
+		gauge(sweeper.MetricOldestRunningExecutionAgeSeconds), t.OldestRunningExecutionAgeSeconds, 1, silenceBreaches)
 	add("RelayIteratorAge", "The outbox relay lags behind the stream: events reach EventBridge late, and records older than the stream retention would be lost.",
 		of(Lambda, "IteratorAge", fn(deploy.FnRelay), Maximum), t.StreamIteratorAgeSeconds*1000, 1, quiet)
 	add("ExpiredHoldsUnreleased", "Seats held past their deadline and not released: the sweeper is failing or a saga is stuck; buyers see seats as taken that are free.",
@@ -340,7 +341,7 @@ func Definitions(s Settings) []Alarm {
 	add("WebhookRejected", "Stripe webhook deliveries whose signature did not verify: after a rotation, the webhook signing secret in Secrets Manager differs from the endpoint's in Stripe (check it first), or someone is forging events. Payment waits end only by timeout meanwhile.",
 		sum(webhook.MetricWebhookRejected), 1, 1, quiet)
 	add("WebhooksNotArriving", "Payment waits ended by the hold's timeout although Stripe had already decided the payment: its webhooks are not reaching the API (check the endpoint's delivery log in the Stripe dashboard and the webhook function first). Reconciliation still settles each payment, late.",
-		sum(MetricWebhookNeverArrived), t.WebhooksNotArriving, 1, quiet)
+		sum(saga.MetricWebhookNeverArrived), t.WebhooksNotArriving, 1, quiet)
 	add("WebhookUnverifiable", "The webhook could not read its signing secret from Secrets Manager, so deliveries are answered 503 and Stripe redelivers them later: check the secret, its KMS key and the webhook role's access.",
 		sum(webhook.MetricWebhookUnverifiable), 1, 1, quiet)
 
@@ -370,13 +371,13 @@ func Definitions(s Settings) []Alarm {
 			of(Lambda, "Throttles", fn(f), Sum), 1, 1, quiet)
 	}
 	if s.API {
-		api := Subject{Kind: RestAPI}
+		restAPI := Subject{Kind: RestAPI}
 		add("Api5xx", "The API answered 5xx (a function error, a throttled StartExecution answered 503, or API Gateway itself): look at the api function's errors and the StepFunctionsThrottled metric first.",
-			of(APIGateway, "5XXError", api, Sum), t.Api5xx, 1, quiet)
+			of(APIGateway, "5XXError", restAPI, Sum), t.Api5xx, 1, quiet)
 		add("ApiLatencyP99", "The API's p99 latency is high: buyers wait; the api function, DynamoDB or Step Functions are slow or throttled.",
-			of(APIGateway, "Latency", api, P99), t.ApiLatencyP99Seconds*1000, 2, quiet)
+			of(APIGateway, "Latency", restAPI, P99), t.ApiLatencyP99Seconds*1000, 2, quiet)
 		add("ApiStepFunctionsThrottled", "Step Functions throttled the API's own calls (StartExecution, DescribeExecution), which buyers see as 503: raise the StartExecution quota or slow admission.",
-			sum(MetricStepFunctionsThrottled), 1, 1, quiet)
+			sum(api.MetricStepFunctionsThrottled), 1, 1, quiet)
 	}
 	for _, q := range s.DLQs {
 		name := Pascal(strings.TrimSuffix(q, "DLQ"))

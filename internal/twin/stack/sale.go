@@ -231,8 +231,9 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 }
 
 // AwaitAlarmPeriod waits on the stack's clock until the alarm period in progress has ended and
-// the evaluation after it ran, and evaluates then: an alarm judged on complete periods only
-// would otherwise never see the period a run ended in.
+// the evaluation after it ran, and evaluates then: the sale's last metrics (a DLQ message, a
+// late gauge) have reached the store and been judged by a window past them, whatever the
+// machine's load delayed.
 func (st *Stack) AwaitAlarmPeriod(ctx context.Context) error {
 	now := st.Clock.Now()
 	end := now.Truncate(alarms.Period).Add(alarms.Period + cloudwatch.DefaultEvaluationInterval)
