@@ -78,6 +78,9 @@ func (s *Scaled) Now() time.Time {
 	return s.origin.Add(time.Duration(float64(elapsed) * s.factor))
 }
 
+// Factor is how many times faster than its base the clock runs.
+func (s *Scaled) Factor() float64 { return s.factor }
+
 // AfterFunc schedules f after d of scaled time.
 func (s *Scaled) AfterFunc(d time.Duration, f func()) Timer {
 	return s.base.AfterFunc(time.Duration(float64(d)/s.factor), f)

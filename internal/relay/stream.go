@@ -124,7 +124,8 @@ type StreamReader struct {
 	OnFailure func(ctx context.Context, rec FailureRecord) error
 	// OnInvoke, when set, is told of each invocation before it is made (at, on Now), with the
 	// batch's iterator age as Lambda reports it: the time from the stream receiving the batch's
-	// last record (the stream's own stamp, wall time) to the mapping sending the batch.
+	// last record (its RecordTime when set, else the stream's stamp) to the mapping sending the
+	// batch, on Now.
 	OnInvoke func(at time.Time, iteratorAge time.Duration)
 	// RecordTime, when set, gives a record's creation time on the mapping's clock (Now): the
 	// local stack's DynamoDB stamps records on the wall clock, which its clock does not follow.
@@ -326,6 +327,9 @@ func (s *StreamReader) fetch(ctx context.Context, id string, sh *shardState) (bo
 		rec.EventSourceArn = s.StreamARN
 		if s.RecordTime != nil {
 			if t := s.RecordTime(*rec); !t.IsZero() {
+				// The precise time, not the stream's stamp: DynamoDB Local stamps records
+				// rounded down to the minute, which alone would read as a minute of lag.
+				sh.arrived[i] = t
 				rec.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: t.Truncate(time.Second)}
 			}
 		}
@@ -355,10 +359,7 @@ func (s *StreamReader) invokeNext(ctx context.Context, id string, sh *shardState
 	}
 	ev := events.DynamoDBEvent{Records: slices.Clone(sh.batch[part.Start:part.End])}
 	if s.OnInvoke != nil {
-		// The lag is the stream's own: from its stamp of the part's last record to now, on
-		// the wall clock the stream stamps by. It is how far the mapping is behind, which a
-		// compressed business clock must not stretch.
-		s.OnInvoke(now, max(0, time.Since(sh.arrived[part.End-1]).Truncate(time.Millisecond)))
+		s.OnInvoke(now, max(0, now.Sub(sh.arrived[part.End-1]).Truncate(time.Millisecond)))
 	}
 	resp, err := s.Relay.Handle(ctx, ev)
 	if ctx.Err() != nil {

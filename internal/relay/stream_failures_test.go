@@ -274,7 +274,8 @@ func TestStreamReaderParksAPoisonRecordAndMovesOn(t *testing.T) {
 }
 
 // Records older than MaximumRecordAge go to the destination without being invoked; the ones
-// after them are.
+// after them are, and their iterator age counts from the record's own time on the mapping's
+// clock, not from DynamoDB Local's stamp (rounded down to the minute).
 func TestStreamReaderSendsRecordsTooOldToTheDestinationUninvoked(t *testing.T) {
 	env := ddbtest.New(t, tables.Outbox())
 	ctx := context.Background()
@@ -289,11 +290,13 @@ func TestStreamReaderSendsRecordsTooOldToTheDestinationUninvoked(t *testing.T) {
 	bus := relay.NewMemoryBus()
 	fn := &poisoned{relay: newRelay(t, relay.Deps{Bus: bus, Sleep: noSleep})}
 	dlq := &destination{}
+	var ages []time.Duration
 	reader := &relay.StreamReader{
 		Streams: localStreamsClient(env.Endpoint), StreamARN: arn, Relay: fn,
 		BisectBatchOnFunctionError: true, ReportBatchItemFailures: true,
 		MaximumRetryAttempts: 2, MaximumRecordAge: 24 * time.Hour, OnFailure: dlq.send,
-		Now: func() time.Time { return now },
+		Now:      func() time.Time { return now },
+		OnInvoke: func(_ time.Time, age time.Duration) { ages = append(ages, age) },
 		RecordTime: func(rec events.DynamoDBEventRecord) time.Time {
 			e, _ := outbox.FromStreamImage(rec.Change.NewImage)
 			return createdAt[e.EventID]
@@ -313,5 +316,8 @@ func TestStreamReaderSendsRecordsTooOldToTheDestinationUninvoked(t *testing.T) {
 	}
 	if got := publishedIDs(t, bus.Entries()); !reflect.DeepEqual(got, []string{fresh.EventID}) {
 		t.Errorf("published %v", got)
+	}
+	if !reflect.DeepEqual(ages, []time.Duration{time.Hour}) {
+		t.Errorf("iterator ages %v, want the fresh record's hour", ages)
 	}
 }

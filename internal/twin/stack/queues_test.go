@@ -385,3 +385,17 @@ func TestAConsumerFailingOnceParksNothing(t *testing.T) {
 		t.Errorf("ConsumerDLQ holds %d messages", n)
 	}
 }
+
+// The relay's IteratorAge is reported in wall time on a compressed stack: two seconds behind
+// on a clock thirty times faster is two seconds, not the minute that would cross the alarm's
+// threshold on a loaded machine.
+func TestTheRelaysIteratorAgeIsWallTimeOnACompressedClock(t *testing.T) {
+	c := clock.NewScaled(clock.Real{}, 30)
+	st := &Stack{Clock: c, CloudWatch: cloudwatch.NewStore()}
+	at := c.Now()
+	st.publishIteratorAge(at, time.Minute)
+	got := st.CloudWatch.Points(cloudwatch.SeriesOf("AWS/Lambda", "IteratorAge", map[string]string{"FunctionName": FnRelay}), at, at.Add(time.Second))
+	if len(got) != 1 || got[0].Value != 2000 {
+		t.Errorf("IteratorAge points %+v, want one of 2000 ms", got)
+	}
+}

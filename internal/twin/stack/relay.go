@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/relay"
@@ -56,8 +57,13 @@ func (st *Stack) startRelay(ctx context.Context) error {
 
 // publishIteratorAge records the relay's AWS/Lambda IteratorAge for one invocation, as Lambda
 // does for a stream mapping: milliseconds from the stream receiving the batch's last record to
-// the mapping sending the batch.
+// the mapping sending the batch. The age is given in wall time: it measures how far the
+// mapping is behind, which a compressed stack clock would otherwise stretch by its factor, so
+// a loaded machine's scheduling delay would read as an incident.
 func (st *Stack) publishIteratorAge(at time.Time, age time.Duration) {
+	if c, ok := st.Clock.(*clock.Scaled); ok {
+		age = time.Duration(float64(age) / c.Factor())
+	}
 	st.CloudWatch.Put(cloudwatch.Datum{
 		Namespace: "AWS/Lambda", Name: "IteratorAge", Dimensions: map[string]string{"FunctionName": FnRelay},
 		Value: float64(age.Milliseconds()), Unit: "Milliseconds", Time: at,
