@@ -377,6 +377,7 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 	row("bookings", "%d confirmed (%.1f/s over the run)", fig.Outcomes["confirmed"], fig.BookingsPerSecond)
 	row("rejected at admission", "%d (409 before StartExecution: %s)", fig.AdmissionRejected, countsLine(res.Summary.AdmissionCodes))
 	row("rejected in the saga", "%d (lost the conditional claim)", fig.SagaRejected)
+	row("claim failed", "%d (read REJECTED, but an incident: no race lost, not among the losers)", fig.ClaimFailed)
 	row("losers turned away early", "%.1f%%", 100*fig.LosersTurnedAwayEarly)
 	row("buyer outcomes", "%s", countsLine(fig.Outcomes))
 	behaviours := make([]string, 0, len(fig.ByBehaviour))
@@ -406,9 +407,28 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 		ms(fig.PostP50), ms(fig.PostP95), ms(fig.PostP99), ms(fig.PostServiceP50), ms(fig.PostServiceP95), ms(fig.PostServiceP99))
 	row("state transitions", "%d total; %.1f per booking, %.1f per execution, %.1f on the happy path",
 		fig.Transitions, fig.TransitionsPerBooking, fig.TransitionsPerExecution, fig.HappyPathTransitions)
-	row("Lambda invocations", "%d total (%d status polls); %.1f per booking without polls (%.1f saga steps)",
-		fig.Invocations, fig.StatusPolls, fig.InvocationsPerBooking, fig.SagaInvocationsPerBooking)
+	row("Lambda invocations", "%d total (%d status polls ran of %d sent); %.1f per booking without polls (%.1f saga steps)",
+		fig.Invocations, fig.APIPolls, fig.StatusPolls, fig.InvocationsPerBooking, fig.SagaInvocationsPerBooking)
 	row("invocations by function", "%s", countsLine64(res.Invocations))
+	row("StartExecution calls", "%d; %.2f per seat sold", fig.StartExecutions, fig.StartExecutionsPerSeatSold)
+	row("Step Functions calls per POST", "%.2f (every call of the api's role, status reads' included, over the %d POSTs it ran)",
+		fig.StepFunctionsCallsPerPost, fig.APIPosts)
+	row("DynamoDB requests per booking", "%.1f (every function's, status polls included); %.1f without the api's",
+		fig.DynamoDBRequestsPerBooking, fig.SagaDynamoDBRequestsPerBooking)
+	row("api DynamoDB requests", "%.2f per request it ran (%d POSTs, %d status polls)",
+		fig.APIDynamoDBRequestsPerRequest, fig.APIPosts, fig.APIPolls)
+	roles := make([]string, 0, len(fig.APICalls))
+	for role := range fig.APICalls {
+		roles = append(roles, role)
+	}
+	sort.Strings(roles)
+	for i, role := range roles {
+		label := ""
+		if i == 0 {
+			label = "AWS calls by role"
+		}
+		row(label, "%-28s %s", role, countsLine64(fig.APICalls[role]))
+	}
 	row("settled", "%v after %.1fs", fig.Settled, fig.SettleSeconds)
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", res.Verdict)
@@ -548,6 +568,7 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 		{Label: "buyers", Value: fmt.Sprintf("%d; POSTs answered in %.1fs (%.0f/s); settled in %.1fs", fig.Buyers, fig.AdmissionSeconds, fig.AdmissionsPerSecond, fig.DurationSeconds)},
 		{Label: "rejected at admission", Value: strconv.Itoa(fig.AdmissionRejected)},
 		{Label: "rejected in the saga", Value: strconv.Itoa(fig.SagaRejected)},
+		{Label: "claim failed (an incident, not a lost race)", Value: strconv.Itoa(fig.ClaimFailed)},
 		{Label: "executions that need a person", Value: fmt.Sprintf("%d (%d failed, timed out or aborted)", fig.ExecutionsNeedingPerson, fig.ExecutionsFailed)},
 		{Label: "losers turned away before StartExecution", Value: fmt.Sprintf("%.1f%%", 100*fig.LosersTurnedAwayEarly)},
 		{Label: "time to hold p50/p95/p99", Value: fmt.Sprintf("%s / %s / %s", ms(fig.HoldP50), ms(fig.HoldP95), ms(fig.HoldP99))},
@@ -556,6 +577,10 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 		{Label: "saga: start → confirmed p50/p95/p99", Value: fmt.Sprintf("%s / %s / %s", ms(fig.EngineConfirmP50), ms(fig.EngineConfirmP95), ms(fig.EngineConfirmP99))},
 		{Label: "state transitions per booking", Value: fmt.Sprintf("%.1f (happy path %.1f)", fig.TransitionsPerBooking, fig.HappyPathTransitions)},
 		{Label: "Lambda invocations per booking (without status polls)", Value: fmt.Sprintf("%.1f (saga steps %.1f)", fig.InvocationsPerBooking, fig.SagaInvocationsPerBooking)},
+		{Label: "StartExecution calls per seat sold", Value: fmt.Sprintf("%.2f (%d calls)", fig.StartExecutionsPerSeatSold, fig.StartExecutions)},
+		{Label: "Step Functions calls per POST", Value: fmt.Sprintf("%.2f (the api's, over %d POSTs it ran)", fig.StepFunctionsCallsPerPost, fig.APIPosts)},
+		{Label: "DynamoDB requests per booking", Value: fmt.Sprintf("%.1f (status polls included; %.1f without the api's)", fig.DynamoDBRequestsPerBooking, fig.SagaDynamoDBRequestsPerBooking)},
+		{Label: "api DynamoDB requests per request", Value: fmt.Sprintf("%.2f (%d POSTs, %d status polls ran)", fig.APIDynamoDBRequestsPerRequest, fig.APIPosts, fig.APIPolls)},
 		{Label: "payments", Value: countsLine(fig.Payments)},
 		{Label: "clock", Value: fmt.Sprintf("×%g, hold %s", f.scale, f.hold)},
 	}

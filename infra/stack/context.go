@@ -16,6 +16,7 @@ const (
 	CtxLogRetentionDays       = "logRetentionDays"
 	CtxSweepEveryMinutes      = "sweepEveryMinutes"
 	CtxSweepGraceSeconds      = "sweepGraceSeconds"
+	CtxAdmissionLeaseSeconds  = "admissionLeaseSeconds"
 	CtxApiRateLimit           = "apiRateLimit"
 	CtxApiBurstLimit          = "apiBurstLimit"
 	CtxMaxSeatsPerReservation = "maxSeatsPerReservation"
@@ -84,6 +85,7 @@ func PropsFromContext(get func(key string) any) (Props, error) {
 	integer(CtxLogRetentionDays, &p.LogRetentionDays)
 	integer(CtxSweepEveryMinutes, &p.SweepEveryMinutes)
 	integer(CtxSweepGraceSeconds, &p.SweepGraceSeconds)
+	integer(CtxAdmissionLeaseSeconds, &p.AdmissionLeaseSeconds)
 	num(CtxApiRateLimit, &p.Api.RateLimit)
 	num(CtxApiBurstLimit, &p.Api.BurstLimit)
 	integer(CtxMaxSeatsPerReservation, &p.Api.MaxSeatsPerReservation)

@@ -8,18 +8,19 @@ import (
 // The environment variable names come from internal/config, which the Lambda mains read, so
 // the stack and the handlers cannot disagree on them.
 const (
-	EnvStage               = config.EnvStage
-	EnvTablePrefix         = config.EnvTablePrefix
-	EnvEventBusName        = config.EnvEventBusName
-	EnvStateMachineArn     = config.EnvStateMachineARN
-	EnvStripeSecretKeyArn  = config.EnvStripeSecretARN
-	EnvStripeWebhookSecret = config.EnvStripeWebhookSecretARN
-	EnvLateSuccessPolicy   = config.EnvLateSuccessPolicy
-	EnvHoldSeconds         = config.EnvHoldSeconds
-	EnvMaxSeats            = config.EnvMaxSeats
-	EnvSweepGraceSeconds   = config.EnvSweepGraceSeconds
-	EnvMetricsNamespace    = config.EnvMetricsNamespace
-	EnvAllowedOrigins      = config.EnvAllowedOrigins
+	EnvStage                 = config.EnvStage
+	EnvTablePrefix           = config.EnvTablePrefix
+	EnvEventBusName          = config.EnvEventBusName
+	EnvStateMachineArn       = config.EnvStateMachineARN
+	EnvStripeSecretKeyArn    = config.EnvStripeSecretARN
+	EnvStripeWebhookSecret   = config.EnvStripeWebhookSecretARN
+	EnvLateSuccessPolicy     = config.EnvLateSuccessPolicy
+	EnvHoldSeconds           = config.EnvHoldSeconds
+	EnvMaxSeats              = config.EnvMaxSeats
+	EnvSweepGraceSeconds     = config.EnvSweepGraceSeconds
+	EnvAdmissionLeaseSeconds = config.EnvAdmissionLeaseSeconds
+	EnvMetricsNamespace      = config.EnvMetricsNamespace
+	EnvAllowedOrigins        = config.EnvAllowedOrigins
 )
 
 // MetricsNamespace is the prefix of each stage's CloudWatch namespace of seatsaga's

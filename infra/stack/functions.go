@@ -26,6 +26,7 @@ type Settings struct {
 	HoldSeconds            int
 	MaxSeatsPerReservation int
 	SweepGraceSeconds      int
+	AdmissionLeaseSeconds  int
 	// AllowedOrigins are the browser origins the api's answers name (ApiSettings).
 	AllowedOrigins []string
 }
@@ -239,6 +240,8 @@ func (r *resolver) Setting(name string) string {
 		return strconv.Itoa(r.settings.MaxSeatsPerReservation)
 	case EnvSweepGraceSeconds:
 		return strconv.Itoa(r.settings.SweepGraceSeconds)
+	case EnvAdmissionLeaseSeconds:
+		return strconv.Itoa(r.settings.AdmissionLeaseSeconds)
 	case EnvMetricsNamespace:
 		// One namespace per stage: two stages in one account must not feed each other's
 		// alarms.

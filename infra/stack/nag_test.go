@@ -69,12 +69,12 @@ func TestOtherStackShapesPassTheChecks(t *testing.T) {
 // accepted with a reason naming the actions, and "*" only while every action on it supports no
 // resource-level permissions; one that does leaves "*" unsuppressed, so cdk-nag fails.
 func TestFunctionWildcardSuppressionsFollowTheSpec(t *testing.T) {
-	api := deploy.ByName("api")
-	got := functionWildcards("api", api)
+	sweeper := deploy.ByName("sweeper")
+	got := functionWildcards("sweeper", sweeper)
 	var reasons []string
 	for _, s := range got {
-		if s.path != "Functions/ApiRole/DefaultPolicy/Resource" || s.rule != "AwsSolutions-IAM5" {
-			t.Errorf("suppression %+v is not the api role's IAM5", s)
+		if s.path != "Functions/SweeperRole/DefaultPolicy/Resource" || s.rule != "AwsSolutions-IAM5" {
+			t.Errorf("suppression %+v is not the sweeper role's IAM5", s)
 		}
 		reasons = append(reasons, s.reason)
 	}
@@ -90,8 +90,8 @@ func TestFunctionWildcardSuppressionsFollowTheSpec(t *testing.T) {
 		t.Errorf("%d suppressions, want one per wildcard kind (executions, *)", len(got))
 	}
 
-	api.Grants = append(slices.Clone(api.Grants), deploy.Grant{Actions: []string{"dynamodb:GetItem"}, Resources: []deploy.Resource{{Kind: deploy.Any}}})
-	for _, s := range functionWildcards("api", api) {
+	sweeper.Grants = append(slices.Clone(sweeper.Grants), deploy.Grant{Actions: []string{"dynamodb:GetItem"}, Resources: []deploy.Resource{{Kind: deploy.Any}}})
+	for _, s := range functionWildcards("sweeper", sweeper) {
 		if slices.Contains(s.appliesTo, "Resource::*") {
 			t.Errorf("* is suppressed although GetItem is granted on it: %s", s.reason)
 		}

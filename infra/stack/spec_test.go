@@ -81,6 +81,8 @@ func (r *templateResolver) Setting(name string) string {
 		return strconv.Quote(strconv.Itoa(r.settings.MaxSeatsPerReservation))
 	case EnvSweepGraceSeconds:
 		return strconv.Quote(strconv.Itoa(r.settings.SweepGraceSeconds))
+	case EnvAdmissionLeaseSeconds:
+		return strconv.Quote(strconv.Itoa(r.settings.AdmissionLeaseSeconds))
 	case EnvMetricsNamespace:
 		return strconv.Quote(MetricsNamespace + "/" + r.settings.Stage)
 	case EnvTablePrefix:

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/seatsaga/seatsaga/internal/alarms"
+	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/deploy"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
@@ -41,6 +42,9 @@ type Props struct {
 	// SweepGraceSeconds is how long past its deadline a hold may stay before the sweeper
 	// releases it (the saga's own timeout normally gets there first).
 	SweepGraceSeconds int
+	// AdmissionLeaseSeconds is how long the API's admission gate keeps other buyers off the
+	// seats of a buyer it let through, if no claim follows.
+	AdmissionLeaseSeconds int
 	// WithoutReservedConcurrency deploys the webhook and the sweeper without their reserved
 	// concurrency (context reservedConcurrency=false): for an account whose Lambda concurrency
 	// quota is below the 21 reserved plus the 100 Lambda keeps unreserved.
@@ -59,15 +63,16 @@ type Props struct {
 // DefaultProps are the settings of a development stage.
 func DefaultProps() Props {
 	return Props{
-		Stage:             "dev",
-		LateSuccessPolicy: "reacquire",
-		HoldSeconds:       600,
-		LogRetentionDays:  30,
-		SweepEveryMinutes: 1,
-		SweepGraceSeconds: 120,
-		Api:               ApiSettings{RateLimit: 500, BurstLimit: 1000, MaxSeatsPerReservation: 10},
-		Events:            EventsSettings{Delivery: deploy.DefaultDelivery()},
-		Thresholds:        DefaultThresholds(),
+		Stage:                 "dev",
+		LateSuccessPolicy:     "reacquire",
+		HoldSeconds:           600,
+		LogRetentionDays:      30,
+		SweepEveryMinutes:     1,
+		SweepGraceSeconds:     120,
+		AdmissionLeaseSeconds: int(config.DefaultAdmissionLease.Seconds()),
+		Api:                   ApiSettings{RateLimit: 500, BurstLimit: 1000, MaxSeatsPerReservation: 10},
+		Events:                EventsSettings{Delivery: deploy.DefaultDelivery()},
+		Thresholds:            DefaultThresholds(),
 	}
 }
 
@@ -76,7 +81,8 @@ func (p Props) settings() Settings {
 	return Settings{
 		Stage: p.Stage, LateSuccessPolicy: p.LateSuccessPolicy, HoldSeconds: p.HoldSeconds,
 		MaxSeatsPerReservation: p.Api.MaxSeatsPerReservation, SweepGraceSeconds: p.SweepGraceSeconds,
-		AllowedOrigins: p.Api.AllowedOrigins,
+		AdmissionLeaseSeconds: p.AdmissionLeaseSeconds,
+		AllowedOrigins:        p.Api.AllowedOrigins,
 	}
 }
 
@@ -107,6 +113,8 @@ func (p Props) Validate() error {
 		return fmt.Errorf("hold seconds %d: must be positive", p.HoldSeconds)
 	case p.SweepGraceSeconds <= 0:
 		return fmt.Errorf("sweep grace %d seconds: must be positive", p.SweepGraceSeconds)
+	case p.AdmissionLeaseSeconds <= 0:
+		return fmt.Errorf("admission lease %d seconds: must be positive", p.AdmissionLeaseSeconds)
 	case p.SweepEveryMinutes <= 0:
 		return fmt.Errorf("sweep period %d minutes: must be positive", p.SweepEveryMinutes)
 	case time.Duration(p.SweepEveryMinutes)*time.Minute > alarms.Period:

@@ -39,7 +39,7 @@
 //	409 already_confirmed     the seats are sold, nothing was written; "money" is captured or
 //	                          being_captured
 //	409 not_ready             the saga has not written the reservation yet (Retry-After); once
-//	                          its execution ended without a claim, 200 with the REJECTED view
+//	                          its claim turned the buyer away, 200 with the REJECTED view
 //	404 not_found             no such reservation, or someone else's
 //	503 unavailable           the reservation kept changing under the write, or a dependency is
 //	                          busy; retry
@@ -57,7 +57,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,15 +66,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/seatsaga/seatsaga/internal/config"
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/obs"
 	"github.com/seatsaga/seatsaga/internal/reservation"
-	"github.com/seatsaga/seatsaga/internal/saga"
 )
 
 // Routes as API Gateway names its resources.
@@ -95,11 +92,18 @@ const (
 	StatusRejected = "REJECTED"
 )
 
-// Deps is what the handler needs. Reservations, Seats and SFN are required.
+// Deps is what the handler needs. Reservations, Admissions, Seats and SFN are required.
 type Deps struct {
 	Reservations ReservationStore
-	Seats        SeatCatalog
-	SFN          StepFunctions
+	// Admissions is the admission gate and its records (*inventory.Store).
+	Admissions Admissions
+	// AdmissionLease is how long the gate keeps other buyers off the seats of a buyer it let
+	// through, when no claim follows (config.DefaultAdmissionLease when zero): long enough for
+	// Step Functions to start the execution and run its claim, short enough that a buyer whose
+	// start failed keeps the seats from no one for long.
+	AdmissionLease time.Duration
+	Seats          SeatCatalog
+	SFN            StepFunctions
 	// Payments, when set, lets GET return the PaymentIntent's client secret to its owner.
 	Payments PaymentReader
 	// StateMachineARN is the saga's state machine; executions are named by reservation id.
@@ -124,6 +128,8 @@ func New(d Deps) (*Handler, error) {
 	switch {
 	case d.Reservations == nil:
 		return nil, errors.New("api: Reservations is required")
+	case d.Admissions == nil:
+		return nil, errors.New("api: Admissions is required")
 	case d.Seats == nil:
 		return nil, errors.New("api: Seats is required")
 	case d.SFN == nil:
@@ -133,6 +139,9 @@ func New(d Deps) (*Handler, error) {
 	}
 	if d.MaxSeats <= 0 {
 		d.MaxSeats = 10
+	}
+	if d.AdmissionLease <= 0 {
+		d.AdmissionLease = config.DefaultAdmissionLease
 	}
 	d.MaxSeats = min(d.MaxSeats, reservation.MaxSeatsPerTransaction)
 	d.Now, d.Logger, d.Metrics = obs.Defaults(d.Now, d.Logger, d.Metrics)
@@ -321,50 +330,35 @@ func viewOf(r reservation.Reservation) ReservationStatus {
 	return v
 }
 
-// executionARN names the execution of a reservation: executions are named by reservation id
-// under the saga's state machine (arn:…:stateMachine:NAME → arn:…:execution:NAME:ID).
-func executionARN(stateMachineARN, reservationID string) string {
-	return strings.Replace(stateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + reservationID
-}
-
-// execution is what the handler learns from DescribeExecution.
-type execution struct {
-	// ending is how it ended (saga.EndingOf); ending.Finished is false while it runs.
-	ending saga.Ending
-	input  saga.Input
-}
-
-// describe returns the reservation's execution, or (nil, nil) when there is none.
-func (h *Handler) describe(ctx context.Context, reservationID string) (*execution, error) {
-	out, err := h.d.SFN.DescribeExecution(ctx, &sfn.DescribeExecutionInput{
-		ExecutionArn: aws.String(executionARN(h.d.StateMachineARN, reservationID)),
-	})
-	var missing *sfntypes.ExecutionDoesNotExist
-	if errors.As(err, &missing) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("describe execution %s: %w", reservationID, err)
-	}
-	ex := &execution{ending: saga.EndingOf(string(out.Status), aws.ToString(out.Output), aws.ToString(out.Error))}
-	if err := json.Unmarshal([]byte(aws.ToString(out.Input)), &ex.input); err != nil {
-		return nil, fmt.Errorf("execution %s has unreadable input: %w", reservationID, err)
-	}
-	return ex, nil
-}
-
-// serverError logs err and returns the client-facing error: 503 for throttling and timeouts
-// (retryable), 500 otherwise.
+// serverError logs err and returns the client-facing error: 429 for throttling (the buyer
+// retries after Retry-After, as API Gateway's own throttling asks), 503 for other failures a
+// retry may cure, 500 otherwise.
 func (h *Handler) serverError(ctx context.Context, what string, err error, attrs ...any) *Error {
 	h.d.Logger.ErrorContext(ctx, "api: "+what, append(attrs, "error", err.Error())...)
-	if retryable(err) {
+	switch {
+	case throttled(err):
+		return errThrottled
+	case retryable(err):
 		return errUnavailable
 	}
 	return errInternal
 }
 
-// retryable reports failures a client should simply retry: throttling, an overloaded or
-// unavailable service, a timeout.
+// throttled reports that an AWS service refused a call for its rate (after the SDK's retries).
+func throttled(err error) bool {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "ThrottlingException", "Throttling", "TooManyRequestsException", "ProvisionedThroughputExceededException",
+			"RequestLimitExceeded":
+			return true
+		}
+	}
+	return false
+}
+
+// retryable reports other failures a client should simply retry: an overloaded or unavailable
+// service, a transaction conflict, a timeout.
 func retryable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
@@ -372,11 +366,13 @@ func retryable(err error) bool {
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode() {
-		case "ThrottlingException", "Throttling", "TooManyRequestsException", "ProvisionedThroughputExceededException",
-			"RequestLimitExceeded", "ServiceUnavailable", "ServiceUnavailableException", "TransactionConflictException",
+		case "ServiceUnavailable", "ServiceUnavailableException", "TransactionConflictException",
 			"InternalServerError", "InternalServerErrorException":
 			return true
 		}
+	}
+	if errors.Is(err, inventory.ErrTooManyConflicts) {
+		return true
 	}
 	var timeout interface{ Timeout() bool }
 	return errors.As(err, &timeout) && timeout.Timeout()

@@ -13,11 +13,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/config"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
@@ -32,6 +32,7 @@ type rig struct {
 	clock   *clock.Fake
 	sfn     *sagatest.StepFunctions
 	res     *reservations
+	gate    *gate
 	cat     *fakeCatalog
 	pay     *sagatest.Payments
 	metrics *metrics.Memory
@@ -49,12 +50,13 @@ func newRig(t testing.TB) *rig {
 		metrics: metrics.NewMemory(),
 	}
 	r.sfn.Now = clk.Now
+	r.gate = newGate(clk.Now, r.res.MemStore)
 	for _, s := range []string{"A1", "A2", "A3", "B1"} {
 		r.cat.seats["ev1#"+s] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: s, State: reservation.Available,
 			PriceMinor: 2500, Currency: "EUR"}}
 	}
 	h, err := New(Deps{
-		Reservations: r.res, Seats: r.cat, SFN: r.sfn, Payments: r.pay,
+		Reservations: r.res, Admissions: r.gate, Seats: r.cat, SFN: r.sfn, Payments: r.pay,
 		StateMachineARN: testMachine, MaxSeats: 3,
 		Now:     clk.Now,
 		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),
@@ -220,10 +222,19 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		{"catalog unavailable", "alice", "ev1", "k1", goodBody, func(r *rig) { r.cat.err = fmt.Errorf("read: %w", errBoom) }, 500, "internal"},
 		{"catalog throttled", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.cat.err = fmt.Errorf("read: %w", &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"})
+		}, 429, "throttled"},
+		{"catalog unreachable", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			r.cat.err = fmt.Errorf("read: %w", &smithy.GenericAPIError{Code: "InternalServerError"})
 		}, 503, "unavailable"},
+		{"gate unavailable", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			r.gate.err = fmt.Errorf("admit: %w", errBoom)
+		}, 500, "internal"},
+		{"seat leased to another buyer", "alice", "ev1", "k1", goodBody, func(r *rig) {
+			r.gate.leases[reservation.SeatKey("ev1", "A2")] = lease{by: "r_other", until: testNow.Add(time.Second)}
+		}, 409, "seats_unavailable"},
 		{"step functions throttled", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.sfn.FailAll(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
-		}, 503, "unavailable"},
+		}, 429, "throttled"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,7 +271,7 @@ func TestCreateStartsOneExecutionPerKey(t *testing.T) {
 	if resp.Headers["Location"] != v.StatusURL {
 		t.Fatalf("Location %q", resp.Headers["Location"])
 	}
-	ex, _ := r.sfn.Execution(executionARN(testMachine, wantID))
+	ex, _ := r.sfn.Execution(sagatest.ExecutionARN(testMachine, wantID))
 	var in saga.Input
 	if err := json.Unmarshal([]byte(ex.Input), &in); err != nil {
 		t.Fatal(err)
@@ -301,6 +312,9 @@ func TestCreateStartsOneExecutionPerKey(t *testing.T) {
 	}
 }
 
+// Two tries of one POST race: both pass the gate (the admission is the same request's), one
+// starts the execution and the other is answered from the store without a second start. A
+// different request under the same key that reaches the gate first makes this one a conflict.
 func TestCreateRaceWithConcurrentRetry(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -308,28 +322,31 @@ func TestCreateRaceWithConcurrentRetry(t *testing.T) {
 		wantStatus int
 	}{
 		{"same request won the start", true, 202},
-		{"other request won the start", false, 409},
+		{"other request passed the gate first", false, 409},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
+			id := ReservationID("alice", "k")
 			body := goodBody
 			if !tc.sameBody {
-				body = `{"seatIds":["A3"],"amount":5000,"currency":"eur","paymentMethod":"pm_card_visa"}`
+				body = `{"seatIds":["A3"],"amount":2500,"currency":"eur","paymentMethod":"pm_card_visa"}`
 			}
 			req, _ := DecodeCreateRequest(body, false, 3)
-			in, _ := json.Marshal(saga.Input{CustomerID: "alice", RequestHash: RequestHash("alice", "ev1", req)})
-			// A concurrent request starts the execution first, with its own input.
-			r.sfn.BeforeStart = func(start *sfn.StartExecutionInput) {
-				r.sfn.BeforeStart = nil
-				r.sfn.PutExecution(sagatest.ExecutionARN(aws.ToString(start.StateMachineArn), aws.ToString(start.Name)), string(in),
-					sfntypes.ExecutionStatusRunning)
+			// The concurrent try passes the gate after this one read no admission, and starts
+			// the execution with its own input.
+			r.gate.beforeAdmit = func(g *gate) {
+				g.beforeAdmit = nil
+				g.records[id] = reservation.Admission{ReservationID: id, CustomerID: "alice", EventID: "ev1", SeatIDs: req.SeatIDs,
+					RequestHash: RequestHash("alice", "ev1", req), State: reservation.Admitted}
+				in, _ := json.Marshal(saga.Input{CustomerID: "alice", RequestHash: RequestHash("alice", "ev1", req)})
+				r.sfn.PutExecution(sagatest.ExecutionARN(testMachine, id), string(in), sfntypes.ExecutionStatusRunning)
 			}
 			resp := r.do(t, postReq("alice", "ev1", "k", goodBody))
 			if resp.StatusCode != tc.wantStatus {
 				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 			}
 			if r.sfn.Started() != 0 {
-				t.Fatal("the losing request started an execution")
+				t.Fatal("the second try started an execution")
 			}
 		})
 	}
@@ -358,7 +375,7 @@ func TestCreateChargesTheServerPrice(t *testing.T) {
 
 	inputOf := func(t *testing.T, key string) saga.Input {
 		t.Helper()
-		ex, ok := r.sfn.Execution(executionARN(testMachine, ReservationID("alice", key)))
+		ex, ok := r.sfn.Execution(sagatest.ExecutionARN(testMachine, ReservationID("alice", key)))
 		if !ok {
 			t.Fatalf("no execution for %s", key)
 		}
@@ -375,6 +392,8 @@ func TestCreateChargesTheServerPrice(t *testing.T) {
 	if in := inputOf(t, "no-price"); in.Amount != 6500 || in.Currency != "eur" {
 		t.Fatalf("charged %d %s, want 6500 eur", in.Amount, in.Currency)
 	}
+	// Each request holds the seats' admission leases: let them lapse, as no claim follows here.
+	r.clock.Advance(config.DefaultAdmissionLease)
 	resp = r.do(t, postReq("alice", "ev1", "right-price", `{"seatIds":["A1","A2"],"amount":6500,"currency":"EUR","paymentMethod":"pm_card_visa"}`))
 	if resp.StatusCode != 202 {
 		t.Fatalf("with the right price: %d %s", resp.StatusCode, resp.Body)
@@ -382,6 +401,7 @@ func TestCreateChargesTheServerPrice(t *testing.T) {
 	if in := inputOf(t, "right-price"); in.Amount != 6500 || in.Currency != "eur" {
 		t.Fatalf("charged %d %s, want 6500 eur", in.Amount, in.Currency)
 	}
+	r.clock.Advance(config.DefaultAdmissionLease)
 	resp = r.do(t, postReq("alice", "ev1", "stale", goodBody))
 	e := decode[Error](t, resp)
 	if resp.StatusCode != 409 || e.Code != "price_changed" || e.Amount != 6500 || e.Currency != "eur" {
@@ -406,19 +426,17 @@ func TestGet(t *testing.T) {
 	pending := reservation.Reservation{ID: id, CustomerID: "alice", EventID: "ev1", SeatIDs: []string{"A1"},
 		Inventory: reservation.PaymentPending, Payment: reservation.Authorizing, PaymentIntentID: "pi_1",
 		HoldExpiresAt: testNow.Add(5 * time.Minute), Amount: 100, Currency: "EUR", Version: 3, TaskToken: "secret-token"}
-	running := func(customer string, status sfntypes.ExecutionStatus) func(*rig) {
+	// admitted is a buyer the gate let through whose claim has not written the reservation;
+	// rejected one whose claim turned them away.
+	admitted := func(customer string) func(*rig) {
 		return func(r *rig) {
-			in, _ := json.Marshal(saga.Input{ReservationID: id, CustomerID: customer, EventID: "ev1"})
-			r.sfn.PutExecution(executionARN(testMachine, id), string(in), status)
+			r.gate.records[id] = reservation.Admission{ReservationID: id, CustomerID: customer, EventID: "ev1", SeatIDs: []string{"A1"},
+				Amount: 2500, Currency: "EUR", State: reservation.Admitted}
 		}
 	}
-	// ended is an execution that ended without a claim: a lost race succeeds with its verdict,
-	// a claim that failed fails.
-	ended := func(status sfntypes.ExecutionStatus, output, errorName string) func(*rig) {
-		return func(r *rig) {
-			running("alice", sfntypes.ExecutionStatusRunning)(r)
-			r.sfn.End(executionARN(testMachine, id), status, output, errorName)
-		}
+	rejected := func(r *rig) {
+		admitted("alice")(r)
+		r.gate.reject(id)
 	}
 	cases := []struct {
 		name       string
@@ -451,13 +469,12 @@ func TestGet(t *testing.T) {
 		{"someone else's reservation is not found", "bob", id, func(r *rig) { r.res.put(pending) }, 404, "", ""},
 		{"malformed id", "alice", "r_UPPER", nil, 404, "", ""},
 		{"no authenticated customer", "", id, nil, 401, "", ""},
-		{"before the claim: pending", "alice", id, running("alice", sfntypes.ExecutionStatusRunning), 200, StatusPending, ""},
-		{"lost the race: rejected", "alice", id, ended(sfntypes.ExecutionStatusSucceeded, `{"Error":"SeatUnavailable","Cause":"seat A1 is taken"}`, ""), 200, StatusRejected, ""},
-		{"invalid request: rejected", "alice", id, ended(sfntypes.ExecutionStatusSucceeded, `{"Error":"InvalidRequest","Cause":"no seats"}`, ""), 200, StatusRejected, ""},
-		{"the claim failed: rejected, nothing was held", "alice", id, ended(sfntypes.ExecutionStatusFailed, "", saga.EndClaimFailed), 200, StatusRejected, ""},
-		{"someone else's pending execution", "bob", id, running("alice", sfntypes.ExecutionStatusRunning), 404, "", ""},
+		{"before the claim: pending", "alice", id, admitted("alice"), 200, StatusPending, ""},
+		{"turned away by the claim: rejected", "alice", id, rejected, 200, StatusRejected, ""},
+		{"someone else's admission", "bob", id, admitted("alice"), 404, "", ""},
 		{"nothing at all", "alice", id, nil, 404, "", ""},
 		{"store down", "alice", id, func(r *rig) { r.res.Fail[sagatest.OpGet] = errBoom }, 500, "", ""},
+		{"admissions down", "alice", id, func(r *rig) { r.gate.err = errBoom }, 500, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -511,10 +528,10 @@ func TestCancel(t *testing.T) {
 		}
 	}
 	signalFails := func(err error) func(*rig) { return func(r *rig) { r.sfn.FailAll(sagatest.SFNSendTaskFailure, err) } }
-	execution := func(status sfntypes.ExecutionStatus) func(*rig) {
+	admission := func(state reservation.AdmissionState) func(*rig) {
 		return func(r *rig) {
-			in, _ := json.Marshal(saga.Input{CustomerID: "alice"})
-			r.sfn.PutExecution(executionARN(testMachine, id), string(in), status)
+			r.gate.records[id] = reservation.Admission{ReservationID: id, CustomerID: "alice", EventID: "ev1", SeatIDs: []string{"A1"},
+				Amount: 2500, Currency: "EUR", State: state}
 		}
 	}
 	cases := []struct {
@@ -596,8 +613,9 @@ func TestCancel(t *testing.T) {
 		}, 500, "internal", "", 0, false},
 		{"someone else's", "bob", with(nil), 404, "not_found", "", 0, false},
 		{"no authenticated customer", "", with(nil), 401, "unauthorized", "", 0, false},
-		{"before the claim: not ready", "alice", execution(sfntypes.ExecutionStatusRunning), 409, "not_ready", "", 0, false},
-		{"the execution ended without a claim: the rejected view", "alice", execution(sfntypes.ExecutionStatusSucceeded), 200, "", "", 0, false},
+		{"before the claim: not ready", "alice", admission(reservation.Admitted), 409, "not_ready", "", 0, false},
+		{"the claim turned the buyer away: the rejected view", "alice", admission(reservation.AdmissionRejected), 200, "", "", 0, false},
+		{"someone else's admission", "bob", admission(reservation.Admitted), 404, "not_found", "", 0, false},
 		{"nothing at all", "alice", nil, 404, "not_found", "", 0, false},
 	}
 	for _, tc := range cases {
@@ -756,5 +774,74 @@ func TestThrottledStepFunctionsCallsAreCounted(t *testing.T) {
 				t.Fatalf("%s = %d, want %d", MetricStepFunctionsThrottled, got, tc.want)
 			}
 		})
+	}
+}
+
+// A POST whose start Step Functions throttled is answered 429 and leaves its admission: the
+// retry with the same key passes the gate again and starts the one execution; replays after
+// that, and status reads, make no Step Functions call at all.
+func TestAThrottledStartIsRetriedByTheSameKeyAndReplaysCallNoStepFunctions(t *testing.T) {
+	r := newRig(t)
+	id := ReservationID("alice", "k")
+	r.sfn.FailNext(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
+	resp := r.do(t, postReq("alice", "ev1", "k", goodBody))
+	if resp.StatusCode != 429 || resp.Headers["Retry-After"] == "" || decode[Error](t, resp).Code != "throttled" {
+		t.Fatalf("throttled start: %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+	}
+	if a, ok := r.gate.records[id]; !ok || a.State != reservation.Admitted {
+		t.Fatalf("admission after the throttled start: %+v %v", a, ok)
+	}
+	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 || r.sfn.Started() != 1 {
+		t.Fatalf("retry: %d %s, %d started", resp.StatusCode, resp.Body, r.sfn.Started())
+	}
+	// The status route and a replay, before and after the claim, read DynamoDB only.
+	calls := r.sfn.Calls(sagatest.SFNStartExecution) + r.sfn.Calls(sagatest.SFNDescribeExecution)
+	if v := decode[ReservationStatus](t, r.do(t, idReq("GET", "alice", id))); v.Status != StatusPending {
+		t.Fatalf("status before the claim %+v", v)
+	}
+	r.res.put(reservation.Reservation{ID: id, CustomerID: "alice", EventID: "ev1", SeatIDs: []string{"A1", "A2"}, Inventory: reservation.Held,
+		Payment: reservation.NotStarted, HoldExpiresAt: testNow.Add(10 * time.Minute), Version: 1})
+	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 || decode[ReservationStatus](t, resp).Status != "HELD" {
+		t.Fatalf("replay after the claim: %d %s", resp.StatusCode, resp.Body)
+	}
+	if v := decode[ReservationStatus](t, r.do(t, idReq("GET", "alice", id))); v.Status != "HELD" {
+		t.Fatalf("status after the claim %+v", v)
+	}
+	if now := r.sfn.Calls(sagatest.SFNStartExecution) + r.sfn.Calls(sagatest.SFNDescribeExecution); now != calls {
+		t.Fatalf("%d Step Functions calls for status reads and a replay, want none", now-calls)
+	}
+}
+
+// A buyer the claim turned away is told so on replay and on GET, without a second start.
+func TestARejectedAdmissionIsAnsweredRejectedWithoutAStart(t *testing.T) {
+	r := newRig(t)
+	id := ReservationID("alice", "k")
+	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 {
+		t.Fatalf("post: %d %s", resp.StatusCode, resp.Body)
+	}
+	r.gate.reject(id)
+	resp := r.do(t, postReq("alice", "ev1", "k", goodBody))
+	if resp.StatusCode != 202 || decode[ReservationStatus](t, resp).Status != StatusRejected || r.sfn.Started() != 1 {
+		t.Fatalf("replay of a rejected admission: %d %s, %d started", resp.StatusCode, resp.Body, r.sfn.Started())
+	}
+	if v := decode[ReservationStatus](t, r.do(t, idReq("GET", "alice", id))); v.Status != StatusRejected || v.Amount != 5000 {
+		t.Fatalf("status %+v", v)
+	}
+}
+
+// A second buyer for a seat the gate let the first through for is turned away with a 409 and
+// starts nothing, until the lease lapses with no claim behind it.
+func TestTheGateTurnsASecondBuyerAwayUntilTheLeaseLapses(t *testing.T) {
+	r := newRig(t)
+	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 {
+		t.Fatalf("alice: %d %s", resp.StatusCode, resp.Body)
+	}
+	resp := r.do(t, postReq("bob", "ev1", "k", `{"seatIds":["A2"],"paymentMethod":"pm_card_visa"}`))
+	if resp.StatusCode != 409 || decode[Error](t, resp).Code != "seats_unavailable" || r.sfn.Started() != 1 {
+		t.Fatalf("bob during alice's lease: %d %s, %d started", resp.StatusCode, resp.Body, r.sfn.Started())
+	}
+	r.clock.Advance(config.DefaultAdmissionLease)
+	if resp := r.do(t, postReq("bob", "ev1", "k", `{"seatIds":["A2"],"paymentMethod":"pm_card_visa"}`)); resp.StatusCode != 202 || r.sfn.Started() != 2 {
+		t.Fatalf("bob after the lease: %d %s", resp.StatusCode, resp.Body)
 	}
 }

@@ -78,26 +78,22 @@ const cancelAttempts = 4
 // cancel handles DELETE /reservations/{id}: the cancel is recorded first, then a waiting saga
 // is told; the answer says only what is recorded and what that does to the money.
 func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, *Error) {
-	id, r, ex, e := h.lookup(ctx, req)
+	id, r, a, e := h.lookup(ctx, req)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, e
 	}
-	if ex != nil {
-		if !ex.ending.Finished {
-			return events.APIGatewayProxyResponse{}, notReady()
+	if a != nil {
+		if a.State == reservation.AdmissionRejected {
+			return jsonResponse(http.StatusOK, admissionView(*a)), nil
 		}
-		// The execution ended. Its claim may have written the reservation since the lookup:
-		// then the cancel is recorded like any other, never answered from a stale view.
+		// The claim may have written the reservation since the lookup: then the cancel is
+		// recorded like any other, never answered from a stale view.
 		stored, found, e := h.read(ctx, id)
 		if e != nil {
 			return events.APIGatewayProxyResponse{}, e
 		}
 		if !found {
-			view, e := h.status(ctx, id, ex)
-			if e != nil {
-				return events.APIGatewayProxyResponse{}, e
-			}
-			return jsonResponse(http.StatusOK, view), nil
+			return events.APIGatewayProxyResponse{}, notReady()
 		}
 		r = stored
 	}

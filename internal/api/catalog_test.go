@@ -18,7 +18,7 @@ import (
 // TestDynamoCatalog reads seats the inventory wrote, on DynamoDB Local: the catalog must agree
 // with internal/inventory on the seat item's shape.
 func TestDynamoCatalog(t *testing.T) {
-	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox())
+	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
 	ctx := context.Background()
 	now := time.Now().UTC()
 	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: func() time.Time { return now }})

@@ -48,6 +48,11 @@ var errInternal = &Error{Status: http.StatusInternalServerError, Code: "internal
 // count as the system failing.
 var errBusy = &Error{Status: http.StatusConflict, Code: "reservation_busy", Message: "the reservation kept changing under this request; retry it", RetryAfter: 1}
 
+// errThrottled answers a request an AWS quota refused: the request was fine and nothing is
+// lost, so the buyer is asked to retry the same request shortly, as a throttling API Gateway
+// would, rather than told the system failed.
+var errThrottled = &Error{Status: http.StatusTooManyRequests, Code: "throttled", Message: "too many requests right now; retry with the same Idempotency-Key", RetryAfter: 1}
+
 var errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the service is busy; retry with the same Idempotency-Key", RetryAfter: 1}
 
 func errorResponse(e *Error) events.APIGatewayProxyResponse {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
@@ -78,3 +80,90 @@ func (f *fakeCatalog) EventExists(_ context.Context, eventID string) (bool, erro
 }
 
 var errBoom = errors.New("boom")
+
+// gate is an in-memory admission gate with the DynamoDB gate's rules (inventory.Store.Admit),
+// over the seats of the shared store: a buyer passes when no seat is held by someone else or
+// leased to another buyer, and the admission record is new or this same request's own while
+// still ADMITTED.
+type gate struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	store   *sagatest.MemStore
+	records map[string]reservation.Admission
+	leases  map[string]lease // by reservation.SeatKey
+	err     error
+	// beforeAdmit, when set, runs at the start of Admit under the gate's lock: a concurrent
+	// request getting there first.
+	beforeAdmit func(*gate)
+	// admitted counts the buyers let through.
+	admitted int
+}
+
+type lease struct {
+	by    string
+	until time.Time
+}
+
+func newGate(now func() time.Time, store *sagatest.MemStore) *gate {
+	return &gate{now: now, store: store, records: map[string]reservation.Admission{}, leases: map[string]lease{}}
+}
+
+func (g *gate) Admit(_ context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.beforeAdmit != nil {
+		g.beforeAdmit(g)
+	}
+	if g.err != nil {
+		return reservation.AdmitResult{}, g.err
+	}
+	a, now := req.Admission, g.now()
+	var taken []string
+	for _, id := range a.SeatIDs {
+		seat, ok := g.store.Seat(a.EventID, id)
+		l := g.leases[reservation.SeatKey(a.EventID, id)]
+		switch {
+		case !ok:
+			return reservation.AdmitResult{}, &reservation.ValidationError{Problems: []reservation.Problem{{Field: "seatIds", Reason: "unknown seats: " + id}}}
+		case seat.ReservationID == a.ReservationID && seat.State != reservation.Available:
+			return reservation.AdmitResult{HeldByRequester: true}, nil
+		case !seat.ClaimableAt(now), l.by != "" && l.by != a.ReservationID && l.until.After(now):
+			taken = append(taken, id)
+		}
+	}
+	if old, ok := g.records[a.ReservationID]; ok && (old.RequestHash != a.RequestHash || old.State != reservation.Admitted) {
+		if old.RequestHash != a.RequestHash {
+			return reservation.AdmitResult{}, &reservation.IdempotencyConflict{ReservationID: a.ReservationID}
+		}
+		return reservation.AdmitResult{Rejected: &old}, nil
+	}
+	if len(taken) > 0 {
+		return reservation.AdmitResult{}, &reservation.SeatUnavailable{EventID: a.EventID, SeatIDs: taken}
+	}
+	for _, id := range a.SeatIDs {
+		g.leases[reservation.SeatKey(a.EventID, id)] = lease{by: a.ReservationID, until: req.LeaseUntil}
+	}
+	a.State, a.AdmittedAt = reservation.Admitted, now
+	g.records[a.ReservationID] = a
+	g.admitted++
+	return reservation.AdmitResult{Admitted: true}, nil
+}
+
+func (g *gate) GetAdmission(_ context.Context, id string) (reservation.Admission, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err != nil {
+		return reservation.Admission{}, false, g.err
+	}
+	a, ok := g.records[id]
+	return a, ok, nil
+}
+
+// reject marks an admission as the claim does when it turns the buyer away.
+func (g *gate) reject(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := g.records[id]
+	a.State = reservation.AdmissionRejected
+	g.records[id] = a
+}

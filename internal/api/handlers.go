@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,7 +22,8 @@ import (
 )
 
 // create handles POST /events/{eventId}/reservations: validate, derive the reservation id,
-// answer a replay from the existing execution, pre-check admission, start the saga.
+// answer a replay from DynamoDB, pre-check the catalog, pass the admission gate, start the saga.
+// The only Step Functions call is the start.
 func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, *Error) {
 	customer, ok := customerOf(req)
 	if !ok {
@@ -45,18 +47,27 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 
 	// A replay must be answered before the pre-check, which would see the seats held by the
 	// very reservation being replayed.
-	ex, err := h.describe(ctx, id)
-	if err != nil {
-		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "describe execution", err, "reservationId", id)
-	}
-	if ex != nil {
-		return h.replay(ctx, id, hash, ex)
+	if resp, done, e := h.replay(ctx, id, hash); done {
+		return resp, e
 	}
 	price, e := h.admit(ctx, id, eventID, body)
 	if e != nil {
-		h.d.Metrics.Count("AdmissionRefused", 1, metrics.Dim{Name: "code", Value: e.Code})
-		log.InfoContext(ctx, "api: admission refused", "code", e.Code)
-		return events.APIGatewayProxyResponse{}, e
+		return events.APIGatewayProxyResponse{}, h.refused(ctx, log, e)
+	}
+	admission := reservation.Admission{
+		ReservationID: id, CustomerID: customer, EventID: eventID, SeatIDs: body.SeatIDs,
+		Amount: price.Amount, Currency: strings.ToUpper(price.Currency), RequestHash: hash,
+	}
+	gate, err := h.d.Admissions.Admit(ctx, reservation.AdmissionRequest{Admission: admission, LeaseUntil: h.d.Now().Add(h.d.AdmissionLease)})
+	if e := h.gateRefusal(ctx, id, err); e != nil {
+		return events.APIGatewayProxyResponse{}, h.refused(ctx, log, e)
+	}
+	switch {
+	case gate.HeldByRequester:
+		return h.answerStored(ctx, id, admission)
+	case gate.Rejected != nil:
+		h.d.Metrics.Count("ReservationReplays", 1)
+		return accepted(admissionView(*gate.Rejected)), nil
 	}
 
 	correlationID := req.RequestContext.RequestID
@@ -85,14 +96,13 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	})
 	var exists *sfntypes.ExecutionAlreadyExists
 	if errors.As(err, &exists) {
-		// A concurrent retry of the same POST won the start; answer as a replay.
-		ex, derr := h.describe(ctx, id)
-		if derr != nil || ex == nil {
-			return events.APIGatewayProxyResponse{}, h.serverError(ctx, "describe execution after conflict", errors.Join(err, derr), "reservationId", id)
-		}
-		return h.replay(ctx, id, hash, ex)
+		// A concurrent retry of the same POST started it (the gate let both through: the
+		// admission is the same request's), or this retry follows one whose answer was lost.
+		return h.answerStored(ctx, id, admission)
 	}
 	if err != nil {
+		// The admission stays, and its seats' leases lapse on their own: a retry with the same
+		// key passes the gate again and starts the execution.
 		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "start execution", err, "reservationId", id)
 	}
 	h.d.Metrics.Count("ReservationsStarted", 1)
@@ -101,21 +111,82 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	return accepted(ReservationStatus{ReservationID: id, Status: StatusPending, StatusURL: StatusURL(id)}), nil
 }
 
-// replay answers a POST whose reservation id already names an execution: the same request
-// gets the same reservation back, another request under the same key is a conflict.
-func (h *Handler) replay(ctx context.Context, id, hash string, ex *execution) (events.APIGatewayProxyResponse, *Error) {
-	if ex.input.RequestHash != hash {
+// refused counts and logs a buyer turned away before any execution started.
+func (h *Handler) refused(ctx context.Context, log *slog.Logger, e *Error) *Error {
+	h.d.Metrics.Count("AdmissionRefused", 1, metrics.Dim{Name: "code", Value: e.Code})
+	log.InfoContext(ctx, "api: admission refused", "code", e.Code)
+	return e
+}
+
+// gateRefusal turns the gate's refusal into the client's answer, or nil when it let the buyer
+// through (or found the request answered already).
+func (h *Handler) gateRefusal(ctx context.Context, id string, err error) *Error {
+	var (
+		su *reservation.SeatUnavailable
+		ic *reservation.IdempotencyConflict
+		ve *reservation.ValidationError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &su):
+		return conflict("seats_unavailable", "seats already taken: "+strings.Join(quoteAll(su.SeatIDs), ", "))
+	case errors.As(err, &ic):
 		h.d.Metrics.Count("IdempotencyConflicts", 1)
-		return events.APIGatewayProxyResponse{}, conflict("idempotency_key_reused",
-			"this Idempotency-Key was already used for a different request")
+		return errKeyReused
+	case errors.As(err, &ve):
+		return badRequest("unknown_seat", ve.Error())
+	}
+	return h.serverError(ctx, "admission gate", err, "reservationId", id)
+}
+
+// replay answers a POST whose reservation id the gate admitted before, from DynamoDB: the same
+// request gets the same reservation back, another request under the same key is a conflict.
+// done is false when the request must go through the gate again: it was admitted, but the
+// saga has not written the reservation, so its start may have failed.
+func (h *Handler) replay(ctx context.Context, id, hash string) (events.APIGatewayProxyResponse, bool, *Error) {
+	a, found, err := h.d.Admissions.GetAdmission(ctx, id)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, true, h.serverError(ctx, "read admission", err, "reservationId", id)
+	}
+	if !found {
+		return events.APIGatewayProxyResponse{}, false, nil
+	}
+	if a.RequestHash != hash {
+		h.d.Metrics.Count("IdempotencyConflicts", 1)
+		return events.APIGatewayProxyResponse{}, true, errKeyReused
+	}
+	if a.State == reservation.AdmissionRejected {
+		h.d.Metrics.Count("ReservationReplays", 1)
+		return accepted(admissionView(a)), true, nil
+	}
+	r, stored, e := h.read(ctx, id)
+	if e != nil {
+		return events.APIGatewayProxyResponse{}, true, e
+	}
+	if !stored {
+		return events.APIGatewayProxyResponse{}, false, nil
 	}
 	h.d.Metrics.Count("ReservationReplays", 1)
-	view, e := h.status(ctx, id, ex)
+	return accepted(viewOf(r)), true, nil
+}
+
+// answerStored answers a request the saga is already handling: the reservation once the Claim
+// step wrote it, else the admission's PENDING view.
+func (h *Handler) answerStored(ctx context.Context, id string, a reservation.Admission) (events.APIGatewayProxyResponse, *Error) {
+	r, stored, e := h.read(ctx, id)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, e
 	}
-	return accepted(view), nil
+	h.d.Metrics.Count("ReservationReplays", 1)
+	if stored {
+		return accepted(viewOf(r)), nil
+	}
+	a.State = reservation.Admitted
+	return accepted(admissionView(a)), nil
 }
+
+var errKeyReused = conflict("idempotency_key_reused", "this Idempotency-Key was already used for a different request")
 
 func accepted(v ReservationStatus) events.APIGatewayProxyResponse {
 	resp := jsonResponse(http.StatusAccepted, v)
@@ -130,13 +201,13 @@ type Price struct {
 	Currency string
 }
 
-// admit is the admission pre-check: the event exists and is on sale, every seat exists and has
-// a price in one currency, the client's stated price (if any) is the server's, and no seat is
-// visibly taken by someone else. It returns the server's price of the seats, which is what the
-// saga charges. It reads eventually consistent data: a false "available" costs one execution
-// that the Claim step rejects; a false "taken" (a seat released a moment ago) is a 409 the
-// client may retry. Prices are read from the same items; they are written with the seat and
-// never change, so a stale read still sees the right price.
+// admit is the catalog pre-check before the gate: the event exists and is on sale, every seat
+// exists and has a price in one currency, the client's stated price (if any) is the server's,
+// and no seat is visibly taken by someone else. It returns the server's price of the seats,
+// which is what the saga charges. It reads eventually consistent data: a false "available" is
+// caught by the gate's conditional write; a false "taken" (a seat released a moment ago) is a
+// 409 the client may retry. Prices are read from the same items; they are written with the seat
+// and never change, so a stale read still sees the right price.
 func (h *Handler) admit(ctx context.Context, id, eventID string, body CreateRequest) (Price, *Error) {
 	seats, err := h.d.Seats.Seats(ctx, eventID, body.SeatIDs)
 	if err != nil {
@@ -215,26 +286,23 @@ func stated(body CreateRequest) string {
 	return amount + " of " + currency
 }
 
-// get handles GET /reservations/{id}.
+// get handles GET /reservations/{id} from DynamoDB alone: the reservation, or its admission
+// while the saga has not written it.
 func (h *Handler) get(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, *Error) {
-	id, r, ex, e := h.lookup(ctx, req)
+	_, r, a, e := h.lookup(ctx, req)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, e
 	}
-	if ex == nil {
-		return jsonResponse(http.StatusOK, h.withPayment(ctx, r, viewOf(r))), nil
+	if a != nil {
+		return jsonResponse(http.StatusOK, admissionView(*a)), nil
 	}
-	view, e := h.status(ctx, id, ex)
-	if e != nil {
-		return events.APIGatewayProxyResponse{}, e
-	}
-	return jsonResponse(http.StatusOK, view), nil
+	return jsonResponse(http.StatusOK, h.withPayment(ctx, r, viewOf(r))), nil
 }
 
-// lookup finds the caller's reservation named by the path: the stored one, or (ex non-nil)
-// the execution of one the Claim step has not written. Someone else's reservation is a 404,
-// like a missing one, so ids cannot be probed.
-func (h *Handler) lookup(ctx context.Context, req events.APIGatewayProxyRequest) (string, reservation.Reservation, *execution, *Error) {
+// lookup finds the caller's reservation named by the path: the stored one, or (a non-nil) the
+// admission of one the Claim step has not written. Someone else's reservation is a 404, like a
+// missing one, so ids cannot be probed.
+func (h *Handler) lookup(ctx context.Context, req events.APIGatewayProxyRequest) (string, reservation.Reservation, *reservation.Admission, *Error) {
 	customer, ok := customerOf(req)
 	if !ok {
 		return "", reservation.Reservation{}, nil, errUnauthorized
@@ -253,34 +321,25 @@ func (h *Handler) lookup(ctx context.Context, req events.APIGatewayProxyRequest)
 		}
 		return id, r, nil, nil
 	}
-	ex, err := h.describe(ctx, id)
+	a, found, err := h.d.Admissions.GetAdmission(ctx, id)
 	if err != nil {
-		return "", reservation.Reservation{}, nil, h.serverError(ctx, "describe execution", err, "reservationId", id)
+		return "", reservation.Reservation{}, nil, h.serverError(ctx, "read admission", err, "reservationId", id)
 	}
-	if ex == nil || ex.input.CustomerID != customer {
+	if !found || a.CustomerID != customer {
 		return "", reservation.Reservation{}, nil, notFound("no such reservation")
 	}
-	return id, reservation.Reservation{}, ex, nil
+	return id, reservation.Reservation{}, &a, nil
 }
 
-// status is the view of a reservation whose execution exists: the stored reservation when the
-// Claim step wrote it, else PENDING while the execution runs and REJECTED once it ended (the
-// seats were taken or the request invalid, business endings; or the claim failed, which a
-// person looks at: for the buyer, nothing was held either way).
-func (h *Handler) status(ctx context.Context, id string, ex *execution) (ReservationStatus, *Error) {
-	r, found, e := h.read(ctx, id)
-	if e != nil {
-		return ReservationStatus{}, e
-	}
-	if found {
-		return viewOf(r), nil
-	}
-	v := ReservationStatus{ReservationID: id, Status: StatusPending, EventID: ex.input.EventID,
-		SeatIDs: ex.input.SeatIDs, Amount: ex.input.Amount, Currency: ex.input.Currency, StatusURL: StatusURL(id)}
-	if ex.ending.Finished {
+// admissionView is the view of a reservation the Claim step has not written: PENDING while the
+// saga has not decided, REJECTED once its claim turned the buyer away (nothing was held).
+func admissionView(a reservation.Admission) ReservationStatus {
+	v := ReservationStatus{ReservationID: a.ReservationID, Status: StatusPending, EventID: a.EventID,
+		SeatIDs: a.SeatIDs, Amount: a.Amount, Currency: strings.ToLower(a.Currency), StatusURL: StatusURL(a.ReservationID)}
+	if a.State == reservation.AdmissionRejected {
 		v.Status = StatusRejected
 	}
-	return v, nil
+	return v
 }
 
 // withPayment adds the client secret while the buyer still has to act on the payment.

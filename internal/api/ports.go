@@ -14,7 +14,6 @@ import (
 // it, against AWS or the local engine alike.
 type StepFunctions interface {
 	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
-	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, optFns ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
 	SendTaskFailure(ctx context.Context, in *sfn.SendTaskFailureInput, optFns ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error)
 }
 
@@ -30,6 +29,14 @@ type ReservationStore interface {
 	// reservation. It is refused with *reservation.GuardFailed once the seats are CONFIRMED
 	// and with *reservation.StaleVersion when g is not the stored version.
 	Cancel(ctx context.Context, reservationID string, g reservation.Guard) (reservation.Reservation, error)
+}
+
+// Admissions is the admission gate (reservation.AdmissionRequest) and the records it keeps of
+// the buyers it let through. *inventory.Store satisfies it.
+type Admissions interface {
+	Admit(ctx context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error)
+	// GetAdmission reads an admission (strongly consistent); ok is false when there is none.
+	GetAdmission(ctx context.Context, reservationID string) (a reservation.Admission, ok bool, err error)
 }
 
 // SeatCatalog answers the admission pre-check from an eventually consistent read of the Seats

@@ -195,6 +195,8 @@ func (b *builder) handler(fn string) (any, error) {
 		}
 		h, err := api.New(api.Deps{
 			Reservations:    inv,
+			Admissions:      inv,
+			AdmissionLease:  cfg.AdmissionLease,
 			Seats:           &api.DynamoCatalog{Client: d.DynamoDB, Table: cfg.Tables.Of(tables.SeatsTable)},
 			SFN:             d.SFN,
 			Payments:        d.Payments,

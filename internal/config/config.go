@@ -30,6 +30,7 @@ const (
 	EnvMaxSeats               = "SEATSAGA_MAX_SEATS"
 	EnvSweepGraceSeconds      = "SEATSAGA_SWEEP_GRACE_SECONDS"
 	EnvMetricsNamespace       = "SEATSAGA_METRICS_NAMESPACE"
+	EnvAdmissionLeaseSeconds  = "SEATSAGA_ADMISSION_LEASE_SECONDS"
 	// EnvAllowedOrigins lists, comma-separated, the browser origins the api answers may be
 	// read by.
 	EnvAllowedOrigins = "SEATSAGA_ALLOWED_ORIGINS"
@@ -50,6 +51,9 @@ type Config struct {
 	SweepGrace             time.Duration
 	MetricsNamespace       string
 	AllowedOrigins         []string
+	// AdmissionLease is how long the API's admission gate keeps other buyers off the seats of
+	// a buyer it let through, if no claim follows.
+	AdmissionLease time.Duration
 }
 
 // Defaults that hold when a variable is unset.
@@ -57,6 +61,7 @@ const (
 	DefaultHold             = 10 * time.Minute
 	DefaultMaxSeats         = 10
 	DefaultSweepGrace       = 2 * time.Minute
+	DefaultAdmissionLease   = 10 * time.Second
 	DefaultLateSuccess      = "reacquire"
 	DefaultMetricsNamespace = "Seatsaga"
 )
@@ -92,6 +97,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if cfg.SweepGrace, err = seconds(get(EnvSweepGraceSeconds, ""), DefaultSweepGrace); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", EnvSweepGraceSeconds, err)
+	}
+	if cfg.AdmissionLease, err = seconds(get(EnvAdmissionLeaseSeconds, ""), DefaultAdmissionLease); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", EnvAdmissionLeaseSeconds, err)
 	}
 	cfg.MaxSeats = DefaultMaxSeats
 	if v := get(EnvMaxSeats, ""); v != "" {

@@ -217,6 +217,8 @@ var (
 	}
 	// seatsOfEvent asks the seats-by-event index whether an event exists.
 	seatsOfEvent = Grant{Actions: []string{"dynamodb:Query"}, Resources: []Resource{index(tables.SeatsTable, tables.SeatsByEvent)}}
+	// rejectAdmission marks the admission of a buyer the claim turned away.
+	rejectAdmission = Grant{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.AdmissionsTable)}}
 	// dedupe records a processed event id, conditionally, and marks it done.
 	dedupe = Grant{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Resources: []Resource{table(tables.ProcessedEventsTable)}}
 )
@@ -251,9 +253,10 @@ func Functions() []Function {
 	fs := []Function{
 		// Claim only holds seats: it reads no Stripe secret.
 		// Claim writes the hold in one transaction, and on a refused claim asks the index
-		// whether the event exists at all (an unknown event is answered differently).
+		// whether the event exists at all (an unknown event is answered differently) and
+		// marks the buyer's admission rejected.
 		step(FnClaim, "Saga step: claim the seats", 15*time.Second,
-			grants(one(readReservation, seatsOfEvent), transition)),
+			grants(one(readReservation, seatsOfEvent, rejectAdmission), transition)),
 		step(FnAuthorize, "Saga step: authorize the payment and park the task token", 30*time.Second, settling, StripeSecretKey),
 		// Confirm asks the provider for the truth when the webhook's report is not yet visible.
 		step(FnConfirm, "Saga step: confirm the seats", 15*time.Second, settling, StripeSecretKey),
@@ -261,14 +264,16 @@ func Functions() []Function {
 		step(FnCompensate, "Saga step: release, void or refund", 30*time.Second, settling, StripeSecretKey),
 		step(FnReconcile, "Saga step: learn the provider's truth and resolve", 30*time.Second, settling, StripeSecretKey),
 		{
-			// The api reads seats and reservations, records a customer's cancel on the
-			// reservation with its outbox record, starts and describes executions, and fails
-			// the waiting task when a customer cancels. It reads the Stripe key to hand the
+			// The api reads seats and reservations, passes buyers through the admission gate
+			// (a lease on each seat and the admission record, one transaction), records a
+			// customer's cancel on the reservation with its outbox record, starts executions
+			// (its only Step Functions call on a buyer's path), and fails the waiting task
+			// when a customer cancels. It reads the Stripe key to hand the
 			// reservation's owner the PaymentIntent client secret.
 			Name: FnAPI, Description: "Customer API: create, read and cancel reservations",
 			Handler: "bootstrap", MemoryMB: 512, Timeout: 10 * time.Second,
 			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix, config.EnvMaxSeats,
-				config.EnvHoldSeconds, config.EnvStateMachineARN, config.EnvAllowedOrigins},
+				config.EnvHoldSeconds, config.EnvStateMachineARN, config.EnvAllowedOrigins, config.EnvAdmissionLeaseSeconds},
 			Secrets: []string{StripeSecretKey},
 			Grants: append([]Grant{
 				// The seat map is one batch read; a cancel is a whole-item Put of the reservation
@@ -276,8 +281,9 @@ func Functions() []Function {
 				{Actions: []string{"dynamodb:BatchGetItem"}, Resources: []Resource{table(tables.SeatsTable)}},
 				seatsOfEvent, readReservation,
 				{Actions: []string{"dynamodb:PutItem"}, Resources: []Resource{table(tables.ReservationsTable), table(tables.OutboxTable)}},
+				{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.SeatsTable)}},
+				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Resources: []Resource{table(tables.AdmissionsTable)}},
 				{Actions: []string{"states:StartExecution"}, Resources: []Resource{{Kind: StateMachine}}},
-				{Actions: []string{"states:DescribeExecution"}, Resources: []Resource{{Kind: Executions}}},
 				{Actions: []string{"states:SendTaskFailure"}, Resources: []Resource{{Kind: StateMachine}}},
 			}, platform...),
 		},

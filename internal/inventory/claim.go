@@ -58,6 +58,13 @@ func (st *Store) ClaimDetailed(ctx context.Context, req reservation.ClaimRequest
 	case err != nil:
 		outcome = "error"
 	}
+	if outcome == "unavailable" || errors.As(err, &ve) {
+		// The buyer the gate let through is turned away: say so where the API reads it. Until
+		// that is written the claim has not finished, so a failure here is the claim's.
+		if rerr := st.RejectAdmission(ctx, req.ReservationID); rerr != nil {
+			res, err, outcome = ClaimResult{}, rerr, "error"
+		}
+	}
 	st.metrics.Count(MetricClaim, 1, metrics.Dim{Name: "outcome", Value: outcome})
 	if err != nil && outcome == "error" {
 		st.log.LogAttrs(ctx, slog.LevelError, "claim failed", slog.String("reservationId", req.ReservationID),
@@ -139,12 +146,13 @@ func (st *Store) claimItems(r reservation.Reservation) ([]types.TransactWriteIte
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName: aws.String(st.seats),
 			Key:       seatKeyAV(r.EventID, id),
-			// A seat must exist; it is claimable when AVAILABLE or HELD with a passed deadline.
-			ConditionExpression: aws.String("attribute_exists(seatKey) AND (#st = :available OR (#st = :held AND #exp <= :now))"),
-			UpdateExpression:    aws.String("SET #st = :held, #rid = :rid, #exp = :exp, #upd = :now, #v = if_not_exists(#v, :zero) + :one"),
+			// A seat must exist; it is claimable when AVAILABLE or HELD with a passed deadline,
+			// and not leased by the admission gate to another buyer. The claim ends the lease.
+			ConditionExpression: aws.String(claimableSeat + " AND " + leaseFree),
+			UpdateExpression:    aws.String("SET #st = :held, #rid = :rid, #exp = :exp, #upd = :now, #v = if_not_exists(#v, :zero) + :one REMOVE #lb, #lu"),
 			ExpressionAttributeNames: map[string]string{
 				"#st": attrState, "#rid": tables.AttrReservationID, "#exp": tables.AttrHoldExpiresAt,
-				"#upd": attrUpdatedAt, "#v": attrVersion,
+				"#upd": attrUpdatedAt, "#v": attrVersion, "#lb": tables.AttrAdmittedBy, "#lu": tables.AttrAdmittedUntil,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":available": s(string(reservation.Available)), ":held": s(string(reservation.Held)),

@@ -34,7 +34,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox())
+	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
 	c := clock.NewFake(t0)
 	m := metrics.NewMemory()
 	st, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: c.Now, Metrics: m})

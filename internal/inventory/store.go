@@ -67,7 +67,11 @@ type Store struct {
 	maxAttempts int
 	retention   time.Duration
 
-	seats, reservations, outboxTable string
+	seats, reservations, outboxTable, admissions string
+
+	// gateWithoutLease drops the lease clause from the admission gate's condition: only the
+	// control test sets it, to show the clause is what turns a second buyer away.
+	gateWithoutLease bool
 }
 
 // New checks cfg and returns a Store.
@@ -103,6 +107,7 @@ func New(cfg Config) (*Store, error) {
 	st.seats = cfg.Names.Of(tables.SeatsTable)
 	st.reservations = cfg.Names.Of(tables.ReservationsTable)
 	st.outboxTable = cfg.Names.Of(tables.OutboxTable)
+	st.admissions = cfg.Names.Of(tables.AdmissionsTable)
 	return st, nil
 }
 

@@ -52,6 +52,7 @@ const (
 	ReservationsTable    = "Reservations"
 	OutboxTable          = "Outbox"
 	ProcessedEventsTable = "ProcessedEvents"
+	AdmissionsTable      = "Admissions"
 )
 
 // Index names.
@@ -117,6 +118,13 @@ const (
 	// AttrRevision counts every write of a reservation item, including detail updates that
 	// keep the version; whole-item puts are conditioned on it so none overwrites another.
 	AttrRevision = "revision"
+	// AttrAdmittedBy and AttrAdmittedUntil are a seat's admission lease: the reservation the
+	// API's gate let through for it, and until when no other buyer may pass (internal/inventory).
+	AttrAdmittedBy    = "admittedBy"
+	AttrAdmittedUntil = "admittedUntil"
+	// AttrAdmissionState is ADMITTED, or REJECTED once the saga turned the buyer away.
+	AttrAdmissionState = "admissionState"
+	AttrAdmittedAt     = "admittedAt"
 )
 
 // WriteShards is how many shards the sparse indexes spread their partition key over, so that a
@@ -180,9 +188,20 @@ func ProcessedEvents() Table {
 	}
 }
 
+// Admissions records each buyer the API let through its admission gate, keyed by reservation
+// id: what they asked for and whether the saga turned them away. It answers replays and status
+// reads before the Claim step has written the reservation, without asking Step Functions.
+func Admissions() Table {
+	return Table{
+		Name:         AdmissionsTable,
+		PartitionKey: Attr{AttrReservationID, String},
+		TTLAttribute: AttrExpiresAtTTL,
+	}
+}
+
 // All returns every table seatsaga needs.
 func All() []Table {
-	return []Table{Seats(), Reservations(), Outbox(), ProcessedEvents()}
+	return []Table{Seats(), Reservations(), Outbox(), ProcessedEvents(), Admissions()}
 }
 
 // Names maps logical table names to deployed names; the zero value uses logical names.

@@ -18,7 +18,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }
 
 func TestSmallRace(t *testing.T) {
-	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox())
+	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
 	store, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: time.Now, Metrics: metrics.NewMemory()})
 	if err != nil {
 		t.Fatal(err)

@@ -131,10 +131,17 @@ const (
 	AdmissionRejected Outcome = "admission_rejected"
 	// Invalid: the POST was refused with another 4xx.
 	Invalid Outcome = "invalid"
-	// SagaRejected: the execution started but the claim lost the race (REJECTED).
+	// SagaRejected: the execution started but the claim lost the race (REJECTED; see
+	// ClaimFailed).
 	SagaRejected Outcome = "saga_rejected"
-	Confirmed    Outcome = "confirmed"
-	Released     Outcome = "released"
+	// ClaimFailed: the execution started and ended without holding anything, but not because
+	// the race was lost: "Claim failed" (the claim could not complete after its retries) or
+	// another incident, which a person looks at. The buyer reads REJECTED either way, so Drive
+	// records SagaRejected; MarkClaimFailures tells them apart from the executions' endings,
+	// which only the caller can read.
+	ClaimFailed Outcome = "claim_failed"
+	Confirmed   Outcome = "confirmed"
+	Released    Outcome = "released"
 	// Unsettled: the reservation did not settle before the buyer stopped polling.
 	Unsettled Outcome = "unsettled"
 	// Failed: the API kept failing (5xx or transport errors) after retries.
@@ -162,7 +169,8 @@ type Result struct {
 	// waiting for a client slot is not in them (it is in PostLatency).
 	HoldLatency    time.Duration
 	ConfirmLatency time.Duration
-	// Posts and Polls count the HTTP requests the buyer sent (retries included).
+	// Posts and Polls count the HTTP requests the buyer sent (retries included): attempts,
+	// not invocations, since a request the gateway or Lambda throttled ran no function.
 	Posts, Polls int
 	// PostDone is when the POST was answered.
 	PostDone time.Time
@@ -393,6 +401,21 @@ func finish(res *Result, st status) {
 	case "CONFIRMED":
 		res.Outcome = Confirmed
 	}
+}
+
+// MarkClaimFailures moves every buyer the saga rejected whose execution did not lose the race
+// (claimFailed reports it by reservation id, the execution's name) from SagaRejected to
+// ClaimFailed, and returns how many it moved. A failed claim is an incident, not a loser the
+// admission gate let through: counted as a lost race it would blame the gate for it.
+func (r *Run) MarkClaimFailures(claimFailed func(reservationID string) bool) int {
+	moved := 0
+	for i := range r.Results {
+		if res := &r.Results[i]; res.Outcome == SagaRejected && claimFailed(res.ReservationID) {
+			res.Outcome = ClaimFailed
+			moved++
+		}
+	}
+	return moved
 }
 
 // call performs one request, retrying 5xx, 429 and transport errors with backoff; it returns

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -185,5 +186,53 @@ func TestPlanIsDeterministicAndValid(t *testing.T) {
 		if _, err := Plan(c.o); err == nil {
 			t.Errorf("%s: no error", c.name)
 		}
+	}
+}
+
+// A buyer whose claim failed reads REJECTED as a loser does, but lost no race: once the
+// executions' endings mark it, it leaves the losers, and the share turned away before
+// StartExecution is judged on the lost races alone.
+func TestTurnedAwayEarlyCountsOnlyLostRaces(t *testing.T) {
+	results := func(outcomes ...Outcome) []Result {
+		out := make([]Result, len(outcomes))
+		for i, o := range outcomes {
+			out[i] = Result{Outcome: o}
+			if o != AdmissionRejected {
+				out[i].ReservationID = fmt.Sprintf("r%d", i)
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name        string
+		outcomes    []Outcome
+		claimFailed map[string]bool
+		wantMoved   int
+		wantLosers  int
+		wantEarly   float64
+	}{
+		{"only lost races", []Outcome{AdmissionRejected, AdmissionRejected, AdmissionRejected, SagaRejected, Confirmed},
+			nil, 0, 4, 0.75},
+		{"failed claims are no losers", []Outcome{AdmissionRejected, AdmissionRejected, AdmissionRejected, SagaRejected, SagaRejected, SagaRejected, Confirmed},
+			map[string]bool{"r4": true, "r5": true}, 2, 4, 0.75},
+		{"every rejection a failed claim", []Outcome{SagaRejected, SagaRejected, Confirmed},
+			map[string]bool{"r0": true, "r1": true}, 2, 0, 0},
+		{"only buyers the saga rejected move", []Outcome{AdmissionRejected, SagaRejected, Confirmed},
+			map[string]bool{"r2": true}, 0, 2, 0.5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run := &Run{Results: results(c.outcomes...)}
+			if moved := run.MarkClaimFailures(func(id string) bool { return c.claimFailed[id] }); moved != c.wantMoved {
+				t.Errorf("moved %d, want %d", moved, c.wantMoved)
+			}
+			s := run.Summarize()
+			if s.Losers() != c.wantLosers || s.TurnedAwayEarly() != c.wantEarly {
+				t.Errorf("losers %d, early share %v; want %d, %v", s.Losers(), s.TurnedAwayEarly(), c.wantLosers, c.wantEarly)
+			}
+			if s.ByOutcome[ClaimFailed] != c.wantMoved {
+				t.Errorf("outcomes %v, want %d claim failures", s.ByOutcome, c.wantMoved)
+			}
+		})
 	}
 }

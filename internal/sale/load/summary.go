@@ -20,8 +20,9 @@ type Summary struct {
 	PostMs, PostServiceMs []float64
 	// Started counts buyers whose POST started an execution (accepted).
 	Started int
-	// Posts and Polls count HTTP requests: reservation POSTs (retries included) and status
-	// GETs.
+	// Posts and Polls count HTTP requests: reservation POSTs and status GETs, retries
+	// included. They are what the buyers sent, not what ran: a request answered 429 by the
+	// gateway, or refused by a full Lambda, invoked nothing.
 	Posts, Polls int
 	// AdmissionWindow is from the start to the last POST answered: how long the API took to
 	// take in the whole burst.
@@ -62,8 +63,8 @@ func (r *Run) Summarize() Summary {
 	return s
 }
 
-// Losers is how many buyers did not get seats; TurnedAwayEarly the share of them refused at
-// admission, before any execution started.
+// Losers is how many buyers lost the race for their seats: refused at admission, or by the
+// saga's claim. Buyers whose claim failed (ClaimFailed) lost no race and are not among them.
 func (s Summary) Losers() int {
 	return s.ByOutcome[AdmissionRejected] + s.ByOutcome[SagaRejected]
 }

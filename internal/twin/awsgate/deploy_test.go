@@ -56,7 +56,7 @@ func (r localResolver) ARN(fn string, res deploy.Resource) string {
 func (localResolver) Setting(string) string { return "" }
 
 func TestDeployedPoliciesAllowWhatEachFunctionDoesAndNoMore(t *testing.T) {
-	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox())
+	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
 	g := startGate(t, awsgate.Options{DynamoDBEndpoint: env.Endpoint})
 	stripeKeyARN, err := g.CreateSecret(deploy.StripeSecretKey, "sk_test_1")
 	if err != nil {

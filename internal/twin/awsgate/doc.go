@@ -9,7 +9,9 @@
 //     caller's policy statements against each, answering AccessDeniedException as AWS does;
 //   - it forwards DynamoDB and DynamoDB Streams calls to DynamoDB Local and Step Functions
 //     calls to the local Step Functions server, byte for byte, and serves Secrets Manager
-//     (GetSecretValue, PutSecretValue) and EventBridge (PutEvents) itself.
+//     (GetSecretValue, PutSecretValue) and EventBridge (PutEvents) itself;
+//   - it counts every call it let through by the caller's role and the operation (Calls), once
+//     per call as AWS bills and throttles them, so a sale can say what it asked of AWS.
 //
 // Why: each function's permissions (internal/deploy) are otherwise exercised only on AWS, so a
 // missing grant would first show up in a deployed stage. With every local call checked against

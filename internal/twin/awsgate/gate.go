@@ -90,6 +90,7 @@ type Gate struct {
 	secrets   *secretStore
 	buses     *eventBuses
 	decisions decisionLog
+	calls     callLog
 
 	requestIDs atomic.Uint64
 
@@ -170,6 +171,7 @@ func (g *Gate) AddAssumedRole(accessKeyID, roleName, sessionName string, stateme
 	g.addPrincipal(&principal{
 		accessKeyID: accessKeyID,
 		arn:         "arn:aws:sts::" + g.opts.AccountID + ":assumed-role/" + roleName + "/" + sessionName,
+		role:        roleName,
 		statements:  cloneStatements(statements),
 	})
 }
@@ -234,6 +236,12 @@ func (g *Gate) EventBusARN(name string) string { return g.buses.arn(name) }
 // principal, operation, action, resource and outcome.
 func (g *Gate) Decisions() []Decision { return g.decisions.all() }
 
+// Calls lists the calls the gate let through so far, counted by the caller's role, the service
+// and the operation: one count per HTTP call, however many authorization requests it needed,
+// since AWS bills and throttles calls. A denied call or one the gate could not read is not
+// counted: it reached no service.
+func (g *Gate) Calls() []Call { return g.calls.all() }
+
 // Denials lists the decisions that denied.
 func (g *Gate) Denials() []Decision {
 	var out []Decision
@@ -279,10 +287,11 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// DynamoDB Local checks no signature, so swapping the key id breaks nothing.
 		r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"),
 			"Credential="+caller.accessKeyID+"/", "Credential="+g.opts.DynamoDBAccessKeyID+"/", 1))
-		g.forward(w, r, svc, g.dynamo, body)
+		g.forward(w, r, caller, svc, op, g.dynamo, body)
 	case stepFunctions:
-		g.forward(w, r, svc, g.states, body)
+		g.forward(w, r, caller, svc, op, g.states, body)
 	case secretsManager:
+		g.calls.record(caller, svc, op)
 		var out any
 		if op == "GetSecretValue" {
 			out, apiErr = g.secrets.getSecretValue(body)
@@ -291,6 +300,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		g.answer(w, svc, out, apiErr)
 	case eventBridge:
+		g.calls.record(caller, svc, op)
 		out, apiErr := g.buses.putEvents(r.Context(), body)
 		g.answer(w, svc, out, apiErr)
 	}
@@ -348,13 +358,16 @@ func (g *Gate) writeError(w http.ResponseWriter, svc *service, e *apiError) {
 	writeError(w, svc, g.newRequestID(), e)
 }
 
-// forward sends the call on, with the body already read, unchanged.
-func (g *Gate) forward(w http.ResponseWriter, r *http.Request, svc *service, proxy *httputil.ReverseProxy, body []byte) {
+// forward sends the call on, with the body already read, unchanged, and counts it: whatever
+// the service answers (a failed condition, a throttle), the call reached it.
+func (g *Gate) forward(w http.ResponseWriter, r *http.Request, caller *principal, svc *service, op string,
+	proxy *httputil.ReverseProxy, body []byte) {
 	if proxy == nil {
 		g.writeError(w, svc, coralError(http.StatusServiceUnavailable, "ServiceUnavailableException", "message",
 			"awsgate: no endpoint is configured for "+svc.targetPrefix+"*"))
 		return
 	}
+	g.calls.record(caller, svc, op)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.TransferEncoding = nil

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,48 @@ func TestDecisionsCountEachRequestOfEachCall(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("decision %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// A transaction of three items needs three authorization requests but is one call, as AWS
+// bills and throttles it; a denied call reached no service, so it is not counted at all.
+func TestCallsCountEachCallOnceByRoleAndOperation(t *testing.T) {
+	env := ddbtest.New(t, tables.Seats(), tables.Outbox())
+	g := startGate(t, awsgate.Options{DynamoDBEndpoint: env.Endpoint})
+	seats, outbox := env.Names.Of(tables.SeatsTable), env.Names.Of(tables.OutboxTable)
+	grants := []deploy.Statement{
+		{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem"}, Resources: []string{g.TableARN(seats)}},
+		{Actions: []string{"dynamodb:PutItem"}, Resources: []string{g.TableARN(outbox)}},
+	}
+	// Two sessions of one role count together, as one role's calls.
+	g.AddAssumedRole("claim-key-1", "seatsaga-claim", "claim", grants)
+	g.AddAssumedRole("claim-key-2", "seatsaga-claim", "claim", grants)
+	ctx := context.Background()
+
+	_, err := g.dynamoDB("claim-key-1").TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(seats), Item: seatItem("e1#A1", "e1")}},
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(seats), Key: seatKey("e1#A2"),
+			ConditionExpression: aws.String("attribute_not_exists(" + tables.AttrSeatKey + ")")}},
+		{Put: &types.Put{TableName: aws.String(outbox), Item: map[string]types.AttributeValue{
+			tables.AttrOutboxEventID: &types.AttributeValueMemberS{Value: "e"}}}},
+	}})
+	if err != nil {
+		t.Fatalf("TransactWriteItems: %v", err)
+	}
+	for _, key := range []string{"claim-key-1", "claim-key-2"} {
+		if _, err := g.dynamoDB(key).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(seats), Key: seatKey("e1#A1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = g.dynamoDB("claim-key-1").DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(seats), Key: seatKey("e1#A1")})
+	wantAccessDenied(t, err, "dynamodb:DeleteItem", g.TableARN(seats))
+
+	want := []awsgate.Call{
+		{Role: "seatsaga-claim", Service: awsgate.ServiceDynamoDB, Operation: "GetItem", Count: 2},
+		{Role: "seatsaga-claim", Service: awsgate.ServiceDynamoDB, Operation: "TransactWriteItems", Count: 1},
+	}
+	if got := g.Calls(); !slices.Equal(got, want) {
+		t.Fatalf("calls = %+v, want %+v", got, want)
 	}
 }
 

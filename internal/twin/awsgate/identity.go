@@ -104,7 +104,9 @@ type principal struct {
 	accessKeyID string
 	// arn is how AWS names the caller in an AccessDeniedException, e.g.
 	// arn:aws:sts::000000000000:assumed-role/<role>/<session>.
-	arn        string
+	arn string
+	// role is the name of the role the caller assumed; empty for the account's root.
+	role       string
 	statements []deploy.Statement
 }
 

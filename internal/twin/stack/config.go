@@ -92,6 +92,9 @@ type Config struct {
 	Hold time.Duration
 	// MaxSeats bounds seats per reservation (default config.DefaultMaxSeats).
 	MaxSeats int
+	// AdmissionLease is how long the API's admission gate keeps other buyers off a seat it let
+	// a buyer through for, if no claim follows (default config.DefaultAdmissionLease).
+	AdmissionLease time.Duration
 	// AllowedOrigins are the browser origins the api's answers name (none by default).
 	AllowedOrigins []string
 	// LateSuccessPolicy is "reacquire" (default) or "void".
@@ -176,6 +179,9 @@ func Compressed(scale float64, hold time.Duration) Config {
 		Hold:          hold,
 		SweepGrace:    2 * time.Minute,
 		SweepInterval: time.Minute,
+		// The lease must outlast a start and a claim in wall time, which the clock does not
+		// compress: five seconds of it.
+		AdmissionLease: time.Duration(scale) * 5 * time.Second,
 		// The reconcile loop outlasts a late authorization (Payments.LateAuthorizationDelay,
 		// a fifth of the hold past it) by its attempts times this.
 		ReconcileBackoff: time.Minute,

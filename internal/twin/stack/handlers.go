@@ -36,6 +36,10 @@ func AccessKeyID(function string) string {
 	return "ASIALOCAL" + strings.ToUpper(function)
 }
 
+// RoleName is the name of a function's execution role on the local stack: what the gate
+// names its caller by in a denial and counts its calls under (awsgate.Call.Role).
+func RoleName(function string) string { return "seatsaga-local-" + function }
+
 // FunctionCredentials are the credentials of a function's role, as Lambda hands them to the
 // function in its environment.
 func FunctionCredentials(function string) aws.Credentials {
@@ -137,7 +141,7 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 		if fn.Name == FnRelay && st.cfg.DisableRelay {
 			continue
 		}
-		st.Gate.AddAssumedRole(AccessKeyID(fn.Name), "seatsaga-local-"+fn.Name, fn.Name, fn.Policy(st.deployment))
+		st.Gate.AddAssumedRole(AccessKeyID(fn.Name), RoleName(fn.Name), fn.Name, fn.Policy(st.deployment))
 		env := fn.Environment(st.deployment)
 		env[config.EnvStripeAPIBase] = st.Endpoints.Payments
 		st.environments[fn.Name] = env

@@ -66,6 +66,8 @@ func (d *localDeployment) Setting(name string) string {
 		return strconv.Itoa(int(cfg.Hold.Seconds()))
 	case config.EnvMaxSeats:
 		return strconv.Itoa(cfg.MaxSeats)
+	case config.EnvAdmissionLeaseSeconds:
+		return strconv.Itoa(int(cfg.AdmissionLease.Seconds()))
 	case config.EnvSweepGraceSeconds:
 		return strconv.Itoa(int(cfg.SweepGrace.Seconds()))
 	case config.EnvMetricsNamespace:

@@ -11,10 +11,13 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/seatsaga/seatsaga/internal/alarms"
+	"github.com/seatsaga/seatsaga/internal/api"
 	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
 	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/twin/awsgate"
 	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
@@ -138,6 +141,12 @@ type SaleResult struct {
 	// Invocations counts handler runs per function; Lambda errors per function.
 	Invocations map[string]int64
 	Errors      map[string]int64
+	// Calls are the AWS calls every caller made through the gate during the sale, by role,
+	// service and operation (awsgate.Gate.Calls), and APIRuns the api handler's runs per route
+	// (RouteCreate, RouteStatus, ...): both from the sale's start to when Invocations were
+	// counted, after the stack settled, as Invocations are.
+	Calls   []awsgate.Call
+	APIRuns map[string]int64
 	// SettleTime is how long the stack took to go quiet after the last buyer.
 	SettleTime time.Duration
 	// Start is when the sale began on the stack's clock; Alarms are the alarm state changes
@@ -179,6 +188,7 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 		return nil, err
 	}
 	st.Lambdas.ResetStats()
+	callsBefore, runsBefore := st.Gate.Calls(), st.apiRuns()
 	sampler := st.SampleSeats(o.SampleInterval)
 	res := &SaleResult{Options: o, Start: st.Clock.Now()}
 	res.Run, err = load.Drive(ctx, load.Options{
@@ -218,6 +228,7 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	if res.Traces, err = st.Traces(ctx, 8); err != nil {
 		return nil, err
 	}
+	res.markClaimFailures()
 	if res.stateTypes, err = stateTypes(st.Definition); err != nil {
 		return nil, err
 	}
@@ -227,7 +238,71 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 		res.Invocations[fn] = s.Invocations
 		res.Errors[fn] = s.Errors
 	}
+	res.Calls = callsSince(callsBefore, st.Gate.Calls())
+	res.APIRuns = map[string]int64{}
+	for route, n := range st.apiRuns() {
+		if n -= runsBefore[route]; n > 0 {
+			res.APIRuns[route] = n
+		}
+	}
 	return res, nil
+}
+
+// markClaimFailures tells apart, among the buyers who read REJECTED, those whose execution
+// failed its claim (or ended in another incident) from those who lost the race: only an
+// execution that ended SeatUnavailable lost one. The buyers cannot see the difference; the
+// executions' endings can. The summary is counted again with them apart.
+func (r *SaleResult) markClaimFailures() {
+	endings := make(map[string]saga.Ending, len(r.Traces))
+	for _, t := range r.Traces {
+		endings[t.Name] = t.Ending
+	}
+	r.Run.MarkClaimFailures(func(reservationID string) bool {
+		e, ok := endings[reservationID]
+		return ok && e.Finished && e.Outcome != saga.EndSeatUnavailable
+	})
+	r.Summary = r.Run.Summarize()
+}
+
+// callsSince is what after counts beyond before: the calls made between two readings of
+// awsgate.Gate.Calls, which only grow.
+func callsSince(before, after []awsgate.Call) []awsgate.Call {
+	type key struct{ role, service, operation string }
+	prior := make(map[key]int64, len(before))
+	for _, c := range before {
+		prior[key{c.Role, c.Service, c.Operation}] = c.Count
+	}
+	var out []awsgate.Call
+	for _, c := range after {
+		if c.Count -= prior[key{c.Role, c.Service, c.Operation}]; c.Count > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// The api's routes, as its counts name them.
+var (
+	RouteCreate = "POST " + api.ResourceCreate
+	RouteStatus = "GET " + api.ResourceReservation
+	RouteCancel = "DELETE " + api.ResourceReservation
+)
+
+// apiResponsesMetric is the count the api's handler adds once for every request it answers,
+// by route and status class: what tells its runs on one route from its runs on another.
+const apiResponsesMetric = "ApiResponses"
+
+// apiRuns counts the api handler's runs per route so far. A request the gateway or Lambda
+// refused never ran the handler, so it is not in them.
+func (st *Stack) apiRuns() map[string]int64 {
+	out := map[string]int64{}
+	for _, route := range []string{RouteCreate, RouteStatus, RouteCancel} {
+		for class := 1; class <= 5; class++ {
+			out[route] += st.Metrics.Get(apiResponsesMetric, metrics.Dim{Name: "route", Value: route},
+				metrics.Dim{Name: "status", Value: fmt.Sprintf("%dxx", class)})
+		}
+	}
+	return out
 }
 
 // AwaitAlarmPeriod waits on the stack's clock until the alarm period in progress has ended and
@@ -321,14 +396,21 @@ type Figures struct {
 	AdmissionSeconds    float64 `json:"admissionSeconds"`
 	AdmissionsPerSecond float64 `json:"admissionsPerSecond"`
 	BookingsPerSecond   float64 `json:"bookingsPerSecond"`
-	// StatusPolls are the buyers' GETs (each one api invocation).
+	// StatusPolls are the status GETs the buyers sent, retries included: attempts, some of
+	// which a throttle answered without invoking anything. APIPosts and APIPolls are the
+	// reservation POSTs and status GETs the api's handler ran: what reached the function.
 	StatusPolls int            `json:"statusPolls"`
+	APIPosts    int64          `json:"apiPostsRun"`
+	APIPolls    int64          `json:"apiPollsRun"`
 	Outcomes    map[string]int `json:"buyerOutcomes"`
 	// AdmissionRejected are losers turned away before StartExecution; SagaRejected lost the
-	// race inside the saga (the claim's conditional write); LosersTurnedAwayEarly is the
-	// former's share of all losers.
+	// race inside the saga (the claim's conditional write: the execution ended
+	// SeatUnavailable); LosersTurnedAwayEarly is the former's share of these losers.
+	// ClaimFailed buyers read REJECTED too, but their execution ended in an incident ("Claim
+	// failed", mostly): they lost no race, so they are in neither.
 	AdmissionRejected     int     `json:"admissionRejected"`
 	SagaRejected          int     `json:"sagaRejected"`
+	ClaimFailed           int     `json:"claimFailed"`
 	LosersTurnedAwayEarly float64 `json:"losersTurnedAwayEarly"`
 	// ByBehaviour counts, per payment behaviour, how the buyers who held seats ended
 	// (behaviour → buyer outcome → count).
@@ -377,14 +459,45 @@ type Figures struct {
 	TransitionsPerExecution float64 `json:"stateTransitionsPerExecution"`
 	HappyPathTransitions    float64 `json:"happyPathTransitions"`
 	Invocations             int64   `json:"lambdaInvocations"`
-	// InvocationsPerBooking leaves out the buyers' status polls, which depend only on how
-	// often a client asks.
+	// InvocationsPerBooking leaves out the api's runs of the status route (APIPolls), which
+	// depend only on how often a client asks; a poll a throttle refused ran nothing, so it is
+	// not left out of anything.
 	InvocationsPerBooking     float64 `json:"lambdaInvocationsPerBookingWithoutPolls"`
 	SagaInvocationsPerBooking float64 `json:"sagaLambdaInvocationsPerBooking"`
-	InvariantsPass            bool    `json:"invariantsPass"`
-	Violations                int     `json:"violations"`
-	Settled                   bool    `json:"settled"`
-	SettleSeconds             float64 `json:"settleSeconds"`
+	// APICalls counts the AWS calls each function's role made during the sale (role, as
+	// RoleName names it → operation → calls): one per HTTP call, so a TransactWriteItems of
+	// three items is one, whatever the service answered (a failed condition, a throttle); a
+	// call the gate denied is not in it. The stack's own clients (seeding, checks) are left
+	// out: they are no part of the system.
+	APICalls map[string]map[string]int64 `json:"awsCalls"`
+	// StartExecutions counts the StartExecution calls of every role, accepted or not (an
+	// ExecutionAlreadyExists, a throttle); StartExecutionsPerSeatSold divides them by
+	// SeatsSold.
+	StartExecutions            int64   `json:"startExecutions"`
+	StartExecutionsPerSeatSold float64 `json:"startExecutionsPerSeatSold"`
+	// StepFunctionsCallsPerPost is every Step Functions call of the api's role
+	// (StartExecution, DescribeExecution, SendTaskFailure, ...) divided by the reservation
+	// POSTs its handler ran (APIPosts). The gate cannot tell which route made a call, so the
+	// status route's and the cancel route's calls are in it too: the hot path is allowed one
+	// start per POST and nothing else.
+	StepFunctionsCallsPerPost float64 `json:"stepFunctionsCallsPerPost"`
+	// DynamoDBRequestsPerBooking is every DynamoDB call of every function (the table API;
+	// stream reads are apart, as AWS bills them) divided by the confirmed bookings: the saga's
+	// steps, the webhook, sweeper, relay and consumer, and the api, status polls included,
+	// since the gate cannot tell a poll's calls from a POST's.
+	// SagaDynamoDBRequestsPerBooking is the same without the api's calls: every function but
+	// the api, per booking. APIDynamoDBRequestsPerRequest is the api's DynamoDB calls divided
+	// by its handler's runs (every route: the POSTs, polls and cancels that reached it): the
+	// gate cannot attribute a call to a route, so this and APIPolls are what shows how much
+	// of DynamoDBRequestsPerBooking the polls are.
+	DynamoDBRequestsPerBooking     float64 `json:"dynamoDBRequestsPerBooking"`
+	SagaDynamoDBRequestsPerBooking float64 `json:"sagaDynamoDBRequestsPerBooking"`
+	APIDynamoDBRequestsPerRequest  float64 `json:"apiDynamoDBRequestsPerRequest"`
+
+	InvariantsPass bool    `json:"invariantsPass"`
+	Violations     int     `json:"violations"`
+	Settled        bool    `json:"settled"`
+	SettleSeconds  float64 `json:"settleSeconds"`
 }
 
 // Figures computes the sale's numbers.
@@ -394,12 +507,13 @@ func (r *SaleResult) Figures() Figures {
 		Buyers: s.Buyers, Seats: r.Options.Seats, DurationSeconds: s.Duration.Seconds(),
 		BuyersPerSecond: s.Throughput(), Outcomes: map[string]int{}, AlarmsFired: r.FiredAlarms(),
 		AdmissionRejected: s.ByOutcome[load.AdmissionRejected], SagaRejected: s.ByOutcome[load.SagaRejected],
+		ClaimFailed:           s.ByOutcome[load.ClaimFailed],
 		LosersTurnedAwayEarly: s.TurnedAwayEarly(),
 		TerminalStates:        map[string]int{}, ExecutionOutcomes: map[string]int{}, Executions: len(r.Traces), Payments: map[string]int{},
 		InvariantsPass: r.Verdict.OK(), Violations: len(r.Verdict.Violations),
 		Settled: r.Settled, SettleSeconds: r.SettleTime.Seconds(),
 		AdmissionSeconds: s.AdmissionWindow.Seconds(), AdmissionsPerSecond: s.AdmissionThroughput(),
-		StatusPolls: s.Polls,
+		StatusPolls: s.Polls, APIPosts: r.APIRuns[RouteCreate], APIPolls: r.APIRuns[RouteStatus],
 	}
 	for k, v := range s.ByOutcome {
 		f.Outcomes[string(k)] = v
@@ -473,13 +587,25 @@ func (r *SaleResult) Figures() Figures {
 			}
 		}
 	}
+	apiSFN, apiDynamo, otherDynamo := f.countCalls(r.Calls)
 	if s.Duration > 0 {
 		f.BookingsPerSecond = float64(bookings) / s.Duration.Seconds()
 	}
 	if bookings > 0 {
 		f.TransitionsPerBooking = float64(f.Transitions) / float64(bookings)
-		f.InvocationsPerBooking = float64(f.Invocations-int64(s.Polls)) / float64(bookings)
+		f.InvocationsPerBooking = float64(f.Invocations-f.APIPolls) / float64(bookings)
 		f.SagaInvocationsPerBooking = float64(saga) / float64(bookings)
+		f.DynamoDBRequestsPerBooking = float64(apiDynamo+otherDynamo) / float64(bookings)
+		f.SagaDynamoDBRequestsPerBooking = float64(otherDynamo) / float64(bookings)
+	}
+	if f.SeatsSold > 0 {
+		f.StartExecutionsPerSeatSold = float64(f.StartExecutions) / float64(f.SeatsSold)
+	}
+	if f.APIPosts > 0 {
+		f.StepFunctionsCallsPerPost = float64(apiSFN) / float64(f.APIPosts)
+	}
+	if runs := r.Invocations[FnAPI]; runs > 0 {
+		f.APIDynamoDBRequestsPerRequest = float64(apiDynamo) / float64(runs)
 	}
 	if len(r.Traces) > 0 {
 		f.TransitionsPerExecution = float64(f.Transitions) / float64(len(r.Traces))
@@ -488,6 +614,37 @@ func (r *SaleResult) Figures() Figures {
 		f.HappyPathTransitions = float64(happy) / float64(happyN)
 	}
 	return f
+}
+
+// countCalls fills APICalls and StartExecutions from the gate's counts and returns the api
+// role's Step Functions and DynamoDB calls and the other roles' DynamoDB calls. The root's
+// calls are the stack's own clients, not the system's, and are left out.
+func (f *Figures) countCalls(calls []awsgate.Call) (apiSFN, apiDynamo, otherDynamo int64) {
+	apiRole := RoleName(FnAPI)
+	f.APICalls = map[string]map[string]int64{}
+	for _, c := range calls {
+		if c.Role == "" {
+			continue
+		}
+		if f.APICalls[c.Role] == nil {
+			f.APICalls[c.Role] = map[string]int64{}
+		}
+		f.APICalls[c.Role][c.Operation] += c.Count
+		switch {
+		case c.Service == awsgate.ServiceStepFunctions:
+			if c.Operation == "StartExecution" {
+				f.StartExecutions += c.Count
+			}
+			if c.Role == apiRole {
+				apiSFN += c.Count
+			}
+		case c.Service == awsgate.ServiceDynamoDB && c.Role == apiRole:
+			apiDynamo += c.Count
+		case c.Service == awsgate.ServiceDynamoDB:
+			otherDynamo += c.Count
+		}
+	}
+	return apiSFN, apiDynamo, otherDynamo
 }
 
 // EngineLatencies reads from the execution histories, in wall-clock milliseconds, how long

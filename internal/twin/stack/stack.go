@@ -211,6 +211,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.LateSuccessPolicy == "" {
 		cfg.LateSuccessPolicy = config.DefaultLateSuccess
 	}
+	if cfg.AdmissionLease <= 0 {
+		cfg.AdmissionLease = config.DefaultAdmissionLease
+	}
 	if cfg.SweepGrace <= 0 {
 		cfg.SweepGrace = config.DefaultSweepGrace
 	}

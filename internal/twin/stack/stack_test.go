@@ -25,6 +25,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
 	"github.com/seatsaga/seatsaga/internal/sale/load"
 	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/awsgate"
 	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal"
 	"github.com/seatsaga/seatsaga/statemachine"
 )
@@ -120,6 +121,13 @@ func TestSaleWithEveryFaultKeepsEveryInvariant(t *testing.T) {
 	}
 	if injected == 0 {
 		t.Errorf("no Lambda fault was injected")
+	}
+	// The api's runs per route are read from its own count of the requests it answered, and
+	// the starts from the gate: a renamed count or an uncounted call would read as zero. Every
+	// execution took a start; a replayed POST may take one more that Step Functions refuses.
+	if fig.APIPosts == 0 || fig.APIPolls == 0 || fig.StartExecutions < int64(fig.Executions) {
+		t.Errorf("api ran %d POSTs and %d polls, %d StartExecution calls for %d executions: want them counted",
+			fig.APIPosts, fig.APIPolls, fig.StartExecutions, fig.Executions)
 	}
 	if fig.TerminalStates["Confirmed"] == 0 || fig.TerminalStates["Rejected: seats taken"]+fig.AdmissionRejected == 0 {
 		t.Errorf("terminal states %v, admission rejections %d: want winners and losers", fig.TerminalStates, fig.AdmissionRejected)
@@ -390,5 +398,110 @@ func TestFiguresCountOutcomesFromTheEndings(t *testing.T) {
 	// confirmed, when it entered its fifth state.
 	if len(hold) != 3 || hold[0] != 1000 || !slices.Equal(confirm, []float64{4000}) {
 		t.Errorf("hold %v, confirm %v", hold, confirm)
+	}
+}
+
+// A buyer reads REJECTED both when its claim lost the race and when the claim failed; the
+// figures tell them apart by the execution's ending, so that a failed claim is not counted as
+// a loser the admission gate let through.
+func TestFiguresCountAFailedClaimApartFromTheLostRaces(t *testing.T) {
+	r := saleOfFourEndings(t)
+	r.Traces = append(r.Traces, ExecutionTrace{Name: "broken", Status: "FAILED", States: []string{"Claim seats", "Claim failed"},
+		Transitions: 2, Ending: saga.EndingOf("FAILED", "", saga.EndClaimFailed)})
+	r.Run.Results = []load.Result{
+		{ReservationID: "sold", Outcome: load.Confirmed},
+		{ReservationID: "lost", Outcome: load.SagaRejected},
+		{ReservationID: "broken", Outcome: load.SagaRejected},
+		{Outcome: load.AdmissionRejected},
+		{Outcome: load.AdmissionRejected},
+		{Outcome: load.AdmissionRejected},
+	}
+	r.markClaimFailures()
+	fig := r.Figures()
+	if fig.SagaRejected != 1 || fig.ClaimFailed != 1 || fig.AdmissionRejected != 3 {
+		t.Errorf("saga rejected %d, claim failed %d, admission rejected %d; want 1, 1, 3",
+			fig.SagaRejected, fig.ClaimFailed, fig.AdmissionRejected)
+	}
+	// Three of the four buyers who lost a race were turned away before StartExecution; with
+	// the failed claim counted as a loser it would read three of five.
+	if fig.LosersTurnedAwayEarly != 0.75 {
+		t.Errorf("losers turned away early %v, want 0.75", fig.LosersTurnedAwayEarly)
+	}
+}
+
+// The figures count what ran and what was called: a poll a throttle refused invoked nothing,
+// so it is not taken off the invocations; the gate's counts are calls, divided by the POSTs
+// and bookings that reached the system; the stack's own calls are no part of the bill.
+func TestFiguresCountInvocationsThatRanAndCallsMade(t *testing.T) {
+	apiRole, claimRole := RoleName(FnAPI), RoleName(FnClaim)
+	r := &SaleResult{Run: &load.Run{},
+		// Eight buyers confirmed; they sent 10 POSTs and 40 polls, of which 30 reached the api
+		// and 10 were throttled before it.
+		Summary: load.Summary{ByOutcome: map[load.Outcome]int{load.Confirmed: 8}, Posts: 10, Polls: 40},
+		Snapshot: invariants.Snapshot{Seats: []invariants.Seat{
+			{State: invariants.Confirmed}, {State: invariants.Confirmed}, {State: invariants.Confirmed}, {State: invariants.Confirmed},
+			{State: invariants.Confirmed}, {State: invariants.Confirmed}, {State: invariants.Confirmed}, {State: invariants.Confirmed},
+		}},
+		Invocations: map[string]int64{FnAPI: 40, FnClaim: 10, FnConfirm: 8},
+		APIRuns:     map[string]int64{RouteCreate: 10, RouteStatus: 30},
+		Calls: []awsgate.Call{
+			{Role: "", Service: awsgate.ServiceDynamoDB, Operation: "Scan", Count: 500},
+			{Role: apiRole, Service: awsgate.ServiceDynamoDB, Operation: "GetItem", Count: 60},
+			{Role: apiRole, Service: awsgate.ServiceStepFunctions, Operation: "DescribeExecution", Count: 2},
+			{Role: apiRole, Service: awsgate.ServiceStepFunctions, Operation: "StartExecution", Count: 10},
+			{Role: claimRole, Service: awsgate.ServiceDynamoDB, Operation: "TransactWriteItems", Count: 10},
+			{Role: claimRole, Service: awsgate.ServiceDynamoDBStreams, Operation: "GetRecords", Count: 99},
+			{Role: RoleName(FnConfirm), Service: awsgate.ServiceDynamoDB, Operation: "UpdateItem", Count: 14},
+		},
+	}
+	fig := r.Figures()
+	cases := []struct {
+		name      string
+		got, want float64
+	}{
+		// (58 invocations − 30 polls that ran) ÷ 8; subtracting the 40 polls sent gave 2.25.
+		{"Lambda invocations per booking without polls", fig.InvocationsPerBooking, 3.5},
+		{"StartExecution calls per seat sold", fig.StartExecutionsPerSeatSold, 1.25},
+		{"Step Functions calls per POST", fig.StepFunctionsCallsPerPost, 1.2},
+		// (60 api + 10 claim + 14 confirm) ÷ 8: the root's scans and the stream's reads apart.
+		{"DynamoDB requests per booking", fig.DynamoDBRequestsPerBooking, 10.5},
+		{"DynamoDB requests per booking without the api", fig.SagaDynamoDBRequestsPerBooking, 3},
+		{"api DynamoDB requests per request", fig.APIDynamoDBRequestsPerRequest, 1.5},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if fig.StartExecutions != 10 || fig.APIPosts != 10 || fig.APIPolls != 30 || fig.StatusPolls != 40 {
+		t.Errorf("start executions %d, POSTs run %d, polls run %d, polls sent %d", fig.StartExecutions, fig.APIPosts, fig.APIPolls, fig.StatusPolls)
+	}
+	want := map[string]map[string]int64{
+		apiRole:             {"GetItem": 60, "DescribeExecution": 2, "StartExecution": 10},
+		claimRole:           {"TransactWriteItems": 10, "GetRecords": 99},
+		RoleName(FnConfirm): {"UpdateItem": 14},
+	}
+	if !maps.EqualFunc(fig.APICalls, want, maps.Equal) {
+		t.Errorf("AWS calls %v, want %v", fig.APICalls, want)
+	}
+}
+
+// callsSince keeps what happened between two readings of the gate's counts.
+func TestCallsSinceKeepsOnlyTheCallsBetweenTwoReadings(t *testing.T) {
+	before := []awsgate.Call{
+		{Role: "r", Service: awsgate.ServiceDynamoDB, Operation: "GetItem", Count: 5},
+		{Role: "r", Service: awsgate.ServiceDynamoDB, Operation: "Query", Count: 2},
+	}
+	after := []awsgate.Call{
+		{Role: "r", Service: awsgate.ServiceDynamoDB, Operation: "GetItem", Count: 9},
+		{Role: "r", Service: awsgate.ServiceDynamoDB, Operation: "Query", Count: 2},
+		{Role: "s", Service: awsgate.ServiceStepFunctions, Operation: "StartExecution", Count: 3},
+	}
+	want := []awsgate.Call{
+		{Role: "r", Service: awsgate.ServiceDynamoDB, Operation: "GetItem", Count: 4},
+		{Role: "s", Service: awsgate.ServiceStepFunctions, Operation: "StartExecution", Count: 3},
+	}
+	if got := callsSince(before, after); !slices.Equal(got, want) {
+		t.Errorf("calls since = %+v, want %+v", got, want)
 	}
 }

@@ -1,0 +1,266 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+// AdmissionRetention is how long an admission record lives before TTL: as long as a client
+// may sensibly retry a POST with the same Idempotency-Key.
+const AdmissionRetention = 7 * 24 * time.Hour
+
+// MetricAdmission counts the gate's answers; dimension "outcome": admitted, replayed,
+// unavailable, conflict, rejected, error.
+const MetricAdmission = "AdmissionOutcome"
+
+// The lease clause is shared by the gate and the claim: a seat is free of leases when it has
+// none, its lease has passed, or the lease is the caller's own.
+const leaseFree = "(attribute_not_exists(#lb) OR #lu <= :now OR #lb = :rid)"
+
+// claimableSeat is the claim's condition on a seat's state: it exists, and is AVAILABLE or
+// HELD past its deadline (never PAYMENT_PENDING or CONFIRMED).
+const claimableSeat = "attribute_exists(seatKey) AND (#st = :available OR (#st = :held AND #exp <= :now))"
+
+// Admit is the admission gate, outside the claim: one transaction that leases every requested
+// seat to the reservation until req.LeaseUntil (only a seat no one holds and no other buyer
+// leases) and writes the admission record (only a new one, or this same request's own while it
+// is still ADMITTED, so a retry may pass again). It never reads before it writes, so two buyers
+// can never both pass for one seat; the Claim step honours the lease and stays the authority on
+// who holds a seat.
+//
+// Errors, unwrapped: *reservation.SeatUnavailable (held or leased by someone else),
+// *reservation.IdempotencyConflict (the reservation id was admitted for another request),
+// *reservation.ValidationError (a seat that does not exist); anything else is wrapped.
+func (st *Store) Admit(ctx context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error) {
+	res, err := st.admit(ctx, req)
+	outcome := "admitted"
+	var (
+		su *reservation.SeatUnavailable
+		ic *reservation.IdempotencyConflict
+		ve *reservation.ValidationError
+	)
+	switch {
+	case err == nil && res.HeldByRequester:
+		outcome = "replayed"
+	case err == nil && res.Rejected != nil:
+		outcome = "rejected"
+	case errors.As(err, &su):
+		outcome = "unavailable"
+	case errors.As(err, &ic), errors.As(err, &ve):
+		outcome = "conflict"
+	case err != nil:
+		outcome = "error"
+	}
+	st.count(MetricAdmission, outcome)
+	return res, err
+}
+
+func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error) {
+	a := req.Admission
+	for attempt := 1; ; attempt++ {
+		now := st.now()
+		items := st.admissionItems(req, now)
+		c, err := st.transact(ctx, "admit", items)
+		if err != nil {
+			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
+		}
+		if c == nil {
+			return reservation.AdmitResult{Admitted: true}, nil
+		}
+		seatsN := len(a.SeatIDs)
+		var taken, missing []string
+		for i, id := range a.SeatIDs {
+			if !c.conditionFailed(i) {
+				continue
+			}
+			old := c.reasons[i].Item
+			if len(old) == 0 {
+				missing = append(missing, id)
+				continue
+			}
+			seat, err := DecodeSeat(old)
+			switch {
+			case err != nil:
+				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
+			case seat.ReservationID == a.ReservationID && seat.State != reservation.Available:
+				// The seat is this reservation's already: the Claim step answered the request.
+				return reservation.AdmitResult{HeldByRequester: true}, nil
+			default:
+				taken = append(taken, id)
+			}
+		}
+		if c.conditionFailed(seatsN) {
+			stored, err := decodeAdmission(c.reasons[seatsN].Item)
+			if err != nil {
+				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
+			}
+			if stored.RequestHash != a.RequestHash {
+				return reservation.AdmitResult{}, &reservation.IdempotencyConflict{ReservationID: a.ReservationID}
+			}
+			return reservation.AdmitResult{Rejected: &stored}, nil
+		}
+		if len(missing) > 0 {
+			return reservation.AdmitResult{}, &reservation.ValidationError{Problems: []reservation.Problem{{Field: "seatIds", Reason: "unknown seats: " + strings.Join(missing, ", ")}}}
+		}
+		if len(taken) > 0 {
+			return reservation.AdmitResult{}, &reservation.SeatUnavailable{EventID: a.EventID, SeatIDs: taken}
+		}
+		if !c.transient() {
+			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s cancelled: %s", a.ReservationID, c.describe())
+		}
+		if attempt >= st.maxAttempts {
+			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w after %d attempts (%s)", a.ReservationID, ErrTooManyConflicts, attempt, c.describe())
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
+		}
+	}
+}
+
+// admissionItems are the gate's transaction: a lease per seat, then the admission record.
+func (st *Store) admissionItems(req reservation.AdmissionRequest, now time.Time) []types.TransactWriteItem {
+	a := req.Admission
+	items := make([]types.TransactWriteItem, 0, len(a.SeatIDs)+1)
+	for _, id := range a.SeatIDs {
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:           aws.String(st.seats),
+			Key:                 seatKeyAV(a.EventID, id),
+			ConditionExpression: aws.String(st.admissionCondition()),
+			// The lease leaves the seat's version alone: it changes nothing a fenced write of
+			// the seat relies on.
+			UpdateExpression: aws.String("SET #lb = :rid, #lu = :until"),
+			ExpressionAttributeNames: map[string]string{
+				"#st": attrState, "#exp": tables.AttrHoldExpiresAt, "#lb": tables.AttrAdmittedBy, "#lu": tables.AttrAdmittedUntil,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":available": s(string(reservation.Available)), ":held": s(string(reservation.Held)),
+				":now": s(FormatTime(now)), ":rid": s(a.ReservationID), ":until": s(FormatTime(req.LeaseUntil)),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+	}
+	a.State = reservation.Admitted
+	a.AdmittedAt = now
+	return append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(st.admissions),
+		Item:      admissionItem(a),
+		// A retry of the same request may pass again while the saga has not turned it away.
+		ConditionExpression:      aws.String("attribute_not_exists(#id) OR (#hash = :hash AND #as = :admitted)"),
+		ExpressionAttributeNames: map[string]string{"#id": tables.AttrReservationID, "#hash": attrRequestHash, "#as": tables.AttrAdmissionState},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":hash": s(a.RequestHash), ":admitted": s(string(reservation.Admitted)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+}
+
+// admissionCondition is the gate's condition on each seat; a test may drop its lease clause to
+// show what the clause prevents.
+func (st *Store) admissionCondition() string {
+	if st.gateWithoutLease {
+		return claimableSeat
+	}
+	return claimableSeat + " AND " + leaseFree
+}
+
+// GetAdmission reads a reservation's admission record (strongly consistent); ok is false when
+// the gate never let it through.
+func (st *Store) GetAdmission(ctx context.Context, reservationID string) (a reservation.Admission, ok bool, err error) {
+	out, err := st.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(st.admissions), Key: reservationKeyAV(reservationID), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		st.countAPIError("get_admission", err)
+		return reservation.Admission{}, false, fmt.Errorf("inventory: get admission %s: %w", reservationID, err)
+	}
+	if len(out.Item) == 0 {
+		return reservation.Admission{}, false, nil
+	}
+	a, err = decodeAdmission(out.Item)
+	return a, err == nil, err
+}
+
+// RejectAdmission records that the saga turned an admitted buyer away, so their replays and
+// status reads say REJECTED without asking Step Functions. A reservation the gate never
+// admitted (a saga started some other way) has nothing to record.
+func (st *Store) RejectAdmission(ctx context.Context, reservationID string) error {
+	_, err := st.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(st.admissions),
+		Key:                      reservationKeyAV(reservationID),
+		ConditionExpression:      aws.String("attribute_exists(#id)"),
+		UpdateExpression:         aws.String("SET #as = :rejected"),
+		ExpressionAttributeNames: map[string]string{"#id": tables.AttrReservationID, "#as": tables.AttrAdmissionState},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":rejected": s(string(reservation.AdmissionRejected)),
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	if err != nil {
+		st.countAPIError("reject_admission", err)
+		return fmt.Errorf("inventory: reject admission %s: %w", reservationID, err)
+	}
+	st.log.LogAttrs(ctx, slog.LevelInfo, "admission rejected", slog.String("reservationId", reservationID))
+	return nil
+}
+
+func admissionItem(a reservation.Admission) map[string]types.AttributeValue {
+	seats := make([]types.AttributeValue, len(a.SeatIDs))
+	for i, id := range a.SeatIDs {
+		seats[i] = s(id)
+	}
+	return map[string]types.AttributeValue{
+		tables.AttrReservationID:  s(a.ReservationID),
+		attrCustomerID:            s(a.CustomerID),
+		tables.AttrEventID:        s(a.EventID),
+		attrSeatIDs:               &types.AttributeValueMemberL{Value: seats},
+		attrAmount:                n(a.Amount),
+		attrCurrency:              s(a.Currency),
+		attrRequestHash:           s(a.RequestHash),
+		tables.AttrAdmissionState: s(string(a.State)),
+		tables.AttrAdmittedAt:     s(FormatTime(a.AdmittedAt)),
+		tables.AttrExpiresAtTTL:   &types.AttributeValueMemberN{Value: strconv.FormatInt(a.AdmittedAt.Add(AdmissionRetention).Unix(), 10)},
+	}
+}
+
+func decodeAdmission(item map[string]types.AttributeValue) (reservation.Admission, error) {
+	ir := &itemReader{item: item}
+	a := reservation.Admission{
+		ReservationID: ir.str(tables.AttrReservationID),
+		CustomerID:    ir.str(attrCustomerID),
+		EventID:       ir.str(tables.AttrEventID),
+		Amount:        ir.num(attrAmount),
+		Currency:      ir.str(attrCurrency),
+		RequestHash:   ir.str(attrRequestHash),
+		State:         reservation.AdmissionState(ir.str(tables.AttrAdmissionState)),
+		AdmittedAt:    ir.time(tables.AttrAdmittedAt),
+	}
+	if l, ok := item[attrSeatIDs].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			if sv, ok := v.(*types.AttributeValueMemberS); ok {
+				a.SeatIDs = append(a.SeatIDs, sv.Value)
+			}
+		}
+	}
+	if a.State != reservation.Admitted && a.State != reservation.AdmissionRejected {
+		return a, fmt.Errorf("admission %s: unknown state %q", a.ReservationID, a.State)
+	}
+	if ir.err != nil {
+		return a, fmt.Errorf("admission %s: %w", a.ReservationID, ir.err)
+	}
+	return a, nil
+}
