@@ -122,9 +122,9 @@ func TestFlagsAreTheReproducibleLambdaFlags(t *testing.T) {
 	}
 }
 
-func TestFunctionsAreTheElevenLambdas(t *testing.T) {
-	if len(Functions) != 11 {
-		t.Fatalf("Functions = %v, want 11 names", Functions)
+func TestFunctionsAreTheTwelveLambdas(t *testing.T) {
+	if len(Functions) != 12 {
+		t.Fatalf("Functions = %v, want 12 names", Functions)
 	}
 	seen := map[string]bool{}
 	for _, n := range Functions {

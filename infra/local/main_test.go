@@ -153,3 +153,26 @@ func TestSummaryCountsOutcomesAndWhatNeedsAPerson(t *testing.T) {
 		t.Errorf("bars by outcome %v, want %v", bars, want)
 	}
 }
+
+// -profile picks the arrival profile for demo and load alike: uniform by default, and a hot
+// share the seats cannot give or an unknown name is refused before the stack starts.
+func TestSaleFlagsProfile(t *testing.T) {
+	for _, mode := range []string{"demo", "load"} {
+		f, err := parseSaleFlags(mode, nil)
+		if err != nil || f.arrival != load.Uniform {
+			t.Fatalf("%s: default profile %q, %v; want uniform", mode, f.arrival, err)
+		}
+		f, err = parseSaleFlags(mode, []string{"-profile", "burst"})
+		if err != nil || f.arrival != load.Burst || f.arrival.Concurrency(f.concurrency) < load.BurstConcurrency {
+			t.Fatalf("%s: -profile burst gave %q with concurrency %d, %v", mode, f.arrival, f.arrival.Concurrency(f.concurrency), err)
+		}
+		if f, err = parseSaleFlags(mode, []string{"-profile", "hot", "-hot-share", "0.6"}); err != nil || f.arrival != load.Hot || f.hotShare != 0.6 {
+			t.Fatalf("%s: -profile hot -hot-share 0.6 gave %q %g, %v", mode, f.arrival, f.hotShare, err)
+		}
+	}
+	for _, args := range [][]string{{"-profile", "stampede"}, {"-profile", "hot", "-hot-share", "1"}, {"-profile", "hot", "-hot-share", "0.05"}} {
+		if _, err := parseSaleFlags("load", args); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}

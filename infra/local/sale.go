@@ -49,6 +49,11 @@ type saleFlags struct {
 	prices                             pricingFlags
 	// pricing is what prices parsed to.
 	pricing stack.Pricing
+	// profile names the arrival profile (load.Profiles) and arrival is what it parsed to;
+	// hotShare is the hot profile's share of first choices on the best tenth of the seats.
+	profile  string
+	arrival  load.Profile
+	hotShare float64
 }
 
 func defaultsFor(mode string) saleFlags {
@@ -63,7 +68,8 @@ func defaultsFor(mode string) saleFlags {
 		faultCap: 2,
 		// Three price tiers by row, so that every capture is checked against seats of
 		// different prices (invariant capture-equals-seat-prices).
-		prices: pricingFlags{prices: "7500,5000,2500", row: 20, currency: "EUR"},
+		prices:  pricingFlags{prices: "7500,5000,2500", row: 20, currency: "EUR"},
+		profile: string(load.Uniform), hotShare: load.DefaultHotShare,
 	}
 	if mode == "load" {
 		f.incident = ""
@@ -107,6 +113,10 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	fs.StringVar(&f.outPath, "out", f.outPath, "JSON result file to write (empty: none)")
 	fs.StringVar(&f.logPath, "log", f.logPath, "file for the stack's JSON logs (empty: discard)")
 	fs.IntVar(&f.inspect, "inspect", f.inspect, "print the inspection of this many reservations, one per outcome")
+	fs.StringVar(&f.profile, "profile", f.profile, fmt.Sprintf(
+		"arrival profile: uniform (random seats, everyone at the start), hot (most buyers want the best rows; see -hot-share), "+
+			"burst (everyone within %s, at least %d POSTs in flight: a lower -concurrency is raised)", load.BurstWindow, load.BurstConcurrency))
+	fs.Float64Var(&f.hotShare, "hot-share", f.hotShare, "with -profile hot: share of buyers whose first choice is in the best tenth of the seats")
 	f.prices.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -120,6 +130,14 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	var err error
 	if f.pricing, err = f.prices.pricing(); err != nil {
 		return f, err
+	}
+	if f.arrival, err = load.ParseProfile(f.profile); err != nil {
+		return f, fmt.Errorf("-profile: %w", err)
+	}
+	// A plan of one buyer checks the profile's parameters against the seats now, not after
+	// the stack has taken a minute to start.
+	if _, err := load.Plan(load.PlanOptions{Buyers: 1, Seats: stack.SeatIDs(f.seats), Profile: f.arrival, HotShare: f.hotShare}); err != nil {
+		return f, fmt.Errorf("-profile %s: %w", f.arrival, err)
 	}
 	if f.faults && f.incident != "" {
 		in, ok := stack.IncidentNamed(f.incident)
@@ -247,10 +265,15 @@ func runSale(ctx context.Context, mode string, args []string) error {
 	fmt.Fprintf(os.Stderr, "%s: %d buyers for %d seats (%d each; %s), clock ×%g, hold %s (%s wall), faults %+v\n",
 		mode, f.buyers, f.seats, f.perBuyer, describePricing(f.pricing, f.seats), f.scale, f.hold, time.Duration(float64(f.hold)/f.scale).Round(time.Second), plan)
 
+	if raised := f.arrival.Concurrency(f.concurrency); raised != f.concurrency {
+		fmt.Fprintf(os.Stderr, "%s: -profile %s raises -concurrency %d to %d: a burst needs at least %d POSTs in flight\n",
+			mode, f.arrival, f.concurrency, raised, load.BurstConcurrency)
+	}
 	bar := newProgress(os.Stderr, f.buyers)
 	res, err := st.RunSale(ctx, stack.SaleOptions{
 		EventID: mode + "-sale", Seats: f.seats, Buyers: f.buyers, SeatsPerBuyer: f.perBuyer, Mix: mix,
 		Seed: f.seed, Faults: plan, Concurrency: f.concurrency, PollInterval: f.poll,
+		Profile: f.arrival, HotShare: f.hotShare,
 		BuyerTimeout: f.buyerTimeout, SettleTimeout: f.settle, SampleInterval: f.sample, ClockScale: f.scale,
 		Progress: bar.buyer, Settling: bar.settling, AwaitAlarms: true, ObserveAfter: observe,
 	})
@@ -371,6 +394,7 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 		fmt.Fprintf(tw, "%s\t%s\n", label, fmt.Sprintf(format, args...))
 	}
 	fmt.Fprintf(w, "\nseatsaga %s — summary\n\n", mode)
+	row("profile", "%s", describeProfile(fig))
 	row("seats sold", "%d of %d", fig.SeatsSold, fig.Seats)
 	row("buyers", "%d; all answered in %.1fs (%.0f POST/s); all settled in %.1fs; %d started an execution",
 		fig.Buyers, fig.AdmissionSeconds, fig.AdmissionsPerSecond, fig.DurationSeconds, res.Summary.Started)
@@ -429,10 +453,22 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 		}
 		row(label, "%-28s %s", role, countsLine64(fig.APICalls[role]))
 	}
+	billRows(row, fig.AWSBill, fig.AWSUsage)
 	row("settled", "%v after %.1fs", fig.Settled, fig.SettleSeconds)
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", res.Verdict)
 	printAlarms(w, f, res)
+}
+
+// describeProfile says how the buyers arrived: the profile and what it promises, with what the
+// run measured next to it, so that a burst that was not one shows.
+func describeProfile(fig stack.Figures) string {
+	line := fig.Profile
+	if fig.Profile == string(load.Hot) {
+		line += fmt.Sprintf(" (%.0f%% of first choices on the best tenth of the seats)", 100*fig.HotShare)
+	}
+	return line + fmt.Sprintf("; last buyer arrived after %s (client up to %s late); %d POSTs in flight at most (bound %d); POST attempts 5xx %d, 429 %d, unanswered %d; buyers never answered %d",
+		ms(1000*fig.ArrivalSeconds), ms(1000*fig.ClientLagSeconds), fig.PeakPostsInFlight, fig.Concurrency, fig.Posts5xx, fig.Posts429, fig.PostsUnanswered, fig.PostsNeverAnswered)
 }
 
 // printAlarms lists every alarm state change of the sale (the deployment's alarms, evaluated
@@ -564,6 +600,7 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 		verdict.Lines = append(verdict.Lines, strings.TrimSpace(line))
 	}
 	summary := []report.Row{
+		{Label: "arrival profile", Value: describeProfile(fig)},
 		{Label: "seats sold", Value: fmt.Sprintf("%d of %d", fig.SeatsSold, fig.Seats)},
 		{Label: "buyers", Value: fmt.Sprintf("%d; POSTs answered in %.1fs (%.0f/s); settled in %.1fs", fig.Buyers, fig.AdmissionSeconds, fig.AdmissionsPerSecond, fig.DurationSeconds)},
 		{Label: "rejected at admission", Value: strconv.Itoa(fig.AdmissionRejected)},
@@ -610,6 +647,8 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 		},
 		Bars:  bars,
 		Graph: g,
+		Bill:  &fig.AWSBill,
+		Usage: &fig.AWSUsage,
 	}
 }
 
@@ -642,6 +681,7 @@ func writeJSON(path, command string, f saleFlags, fig stack.Figures, v invariant
 			"seats": f.seats, "buyers": f.buyers, "seatsPerBuyer": f.perBuyer, "concurrency": f.concurrency,
 			"clockScale": f.scale, "hold": f.hold.String(), "mix": f.mix, "webhookDuplicateRate": f.dupRate,
 			"webhookReorder": f.reorder, "faults": faultPlan(f), "seed": f.seed, "lateSuccessPolicy": f.policy,
+			"profile": f.arrival,
 		},
 		"figures":    fig,
 		"violations": violations,

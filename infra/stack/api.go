@@ -22,6 +22,8 @@ type ApiSettings struct {
 	BurstLimit float64
 	// MaxSeatsPerReservation bounds the seat list the request model accepts.
 	MaxSeatsPerReservation int
+	// MaxActiveReservations caps one customer's reservations in progress at once; 0 is no cap.
+	MaxActiveReservations int
 	// UserPoolArn, when set, authorizes customers against an existing Cognito user pool
 	// instead of the one the stack creates.
 	UserPoolArn string

@@ -17,6 +17,7 @@ const (
 	CtxSweepEveryMinutes      = "sweepEveryMinutes"
 	CtxSweepGraceSeconds      = "sweepGraceSeconds"
 	CtxAdmissionLeaseSeconds  = "admissionLeaseSeconds"
+	CtxMaxActiveReservations  = "maxActiveReservations"
 	CtxApiRateLimit           = "apiRateLimit"
 	CtxApiBurstLimit          = "apiBurstLimit"
 	CtxMaxSeatsPerReservation = "maxSeatsPerReservation"
@@ -86,6 +87,7 @@ func PropsFromContext(get func(key string) any) (Props, error) {
 	integer(CtxSweepEveryMinutes, &p.SweepEveryMinutes)
 	integer(CtxSweepGraceSeconds, &p.SweepGraceSeconds)
 	integer(CtxAdmissionLeaseSeconds, &p.AdmissionLeaseSeconds)
+	integer(CtxMaxActiveReservations, &p.Api.MaxActiveReservations)
 	num(CtxApiRateLimit, &p.Api.RateLimit)
 	num(CtxApiBurstLimit, &p.Api.BurstLimit)
 	integer(CtxMaxSeatsPerReservation, &p.Api.MaxSeatsPerReservation)

@@ -19,6 +19,7 @@ const (
 	EnvMaxSeats              = config.EnvMaxSeats
 	EnvSweepGraceSeconds     = config.EnvSweepGraceSeconds
 	EnvAdmissionLeaseSeconds = config.EnvAdmissionLeaseSeconds
+	EnvMaxActiveReservations = config.EnvMaxActiveReservations
 	EnvMetricsNamespace      = config.EnvMetricsNamespace
 	EnvAllowedOrigins        = config.EnvAllowedOrigins
 )

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/starter"
 )
 
 // EventsSettings bound how the relay reads the outbox stream and how the consumer's events are
@@ -26,10 +28,13 @@ type EventsSettings struct {
 
 // EventsProps configures the event plumbing.
 type EventsProps struct {
-	Settings   EventsSettings
-	Outbox     awsdynamodb.Table
-	Relay      *Function
-	Consumer   *Function
+	Settings EventsSettings
+	Outbox   awsdynamodb.Table
+	Relay    *Function
+	Consumer *Function
+	// Admissions' stream carries the starts Step Functions throttled to Starter.
+	Admissions awsdynamodb.Table
+	Starter    *Function
 	Production bool
 }
 
@@ -40,6 +45,7 @@ type Events struct {
 	Bus          awsevents.EventBus
 	RelayDLQ     awssqs.Queue
 	ConsumerDLQ  awssqs.Queue
+	StarterDLQ   awssqs.Queue
 	ConsumerRule awsevents.Rule
 }
 
@@ -55,6 +61,22 @@ func NewEvents(scope constructs.Construct, id string, p EventsProps) *Events {
 	d := p.Settings.Delivery
 	e.RelayDLQ = deadLetterQueue(c, deploy.RelayDLQ, d.DLQRetention, p.Production)
 	e.ConsumerDLQ = deadLetterQueue(c, deploy.ConsumerDLQ, d.DLQRetention, p.Production)
+	e.StarterDLQ = deadLetterQueue(c, deploy.StarterDLQ, d.DLQRetention, p.Production)
+
+	// The queued starts: the starter reports the first start Step Functions throttles again as
+	// its batch item failure, so the mapping retries from it until the record is too old for
+	// a buyer still to be waiting, and then parks it in StarterDLQ.
+	p.Starter.Function.AddEventSource(awslambdaeventsources.NewDynamoEventSource(p.Admissions, &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
+		BatchSize:               jsii.Number(float64(d.StarterBatchSize)),
+		RetryAttempts:           jsii.Number(float64(d.StarterRetryAttempts)),
+		MaxRecordAge:            seconds(d.StarterMaxRecordAge),
+		ReportBatchItemFailures: jsii.Bool(true),
+		ParallelizationFactor:   jsii.Number(1),
+		OnFailure:               awslambdaeventsources.NewSqsDlq(e.StarterDLQ),
+		// Only queued starts invoke it, not every buyer the gate lets through.
+		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(starterFilter())},
+	}))
 
 	relay := p.Relay.Function
 	// One batch per shard at a time keeps each reservation's events in stream order; a
@@ -114,4 +136,13 @@ func deadLetterQueue(scope constructs.Construct, id string, retention time.Durat
 		RetentionPeriod: seconds(retention),
 		RemovalPolicy:   removal,
 	})
+}
+
+// starterFilter is starter.FilterPattern as the CDK takes a filter: the same JSON, decoded.
+func starterFilter() *map[string]interface{} {
+	var m map[string]interface{}
+	if err := json.Unmarshal([]byte(starter.FilterPattern), &m); err != nil {
+		panic("stack: starter.FilterPattern is not JSON: " + err.Error())
+	}
+	return &m
 }

@@ -1,20 +1,36 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/starter"
 )
+
+// mappingsOf are the event source mappings that invoke the function of that construct id.
+func mappingsOf(s *synth, functionID string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		if asJSON(props(m)["FunctionName"]) == `{"Ref":"`+functionID+`"}` {
+			out[id] = m
+		}
+	}
+	return out
+}
 
 func TestRelayReadsTheOutboxStreamWithBoundedRetriesAndADLQ(t *testing.T) {
 	s := synthesized(t)
-	mappings := s.ofType("AWS::Lambda::EventSourceMapping")
-	if len(mappings) != 1 {
-		t.Fatalf("%d event source mappings, want 1", len(mappings))
+	if n := len(s.ofType("AWS::Lambda::EventSourceMapping")); n != 2 {
+		t.Fatalf("%d event source mappings, want the relay's and the starter's", n)
 	}
 	relayID, _ := s.byPath(t, "Functions/Relay/Resource")
+	mappings := mappingsOf(s, relayID)
+	if len(mappings) != 1 {
+		t.Fatalf("%d event source mappings of the relay, want 1", len(mappings))
+	}
 	outboxID, _ := s.byPath(t, "Data/Outbox/Resource")
 	dlqID, _ := s.byPath(t, "Events/RelayDLQ/Resource")
 	for _, m := range mappings {
@@ -65,7 +81,8 @@ func TestDeliverySettingsAreTheSpecs(t *testing.T) {
 	d := deploy.DefaultDelivery()
 	secs := func(v interface{ Seconds() float64 }) string { return fmt.Sprint(v.Seconds()) }
 	var esm map[string]any
-	for _, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+	relayID, _ := s.byPath(t, "Functions/Relay/Resource")
+	for _, m := range mappingsOf(s, relayID) {
 		esm = props(m)
 	}
 	_, invokeConfig := s.byPath(t, "Events/ConsumerInvokeConfig/Resource")
@@ -113,7 +130,8 @@ func TestContextOverridesTheRelaysDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+	relayID, _ := s.byPath(t, "Functions/Relay/Resource")
+	for _, m := range mappingsOf(s, relayID) {
 		esm := props(m)
 		if esm["BatchSize"] != float64(50) || esm["MaximumRetryAttempts"] != float64(3) {
 			t.Errorf("mapping %s, want batch size 50 and 3 retries from context", asJSON(esm))
@@ -147,7 +165,7 @@ func TestConsumerRuleHasADLQAndQueuesAreEncryptedAndTLSOnly(t *testing.T) {
 			t.Errorf("queue %s: %s; want SSE and 14 days", id, asJSON(qp))
 		}
 	}
-	if got := len(s.ofType("AWS::SQS::QueuePolicy")); got != 2 {
+	if got := len(s.ofType("AWS::SQS::QueuePolicy")); got != 3 {
 		t.Errorf("%d queue policies, want one TLS-only policy per DLQ", got)
 	}
 	for _, qp := range s.ofType("AWS::SQS::QueuePolicy") {
@@ -218,6 +236,50 @@ func TestSecretsHoldNoValueInTheTemplate(t *testing.T) {
 		}
 		if _, ok := props(r)["GenerateSecretString"]; !ok {
 			t.Errorf("secret %s has no generated placeholder value", id)
+		}
+	}
+}
+
+// The starter reads the Admissions stream with the spec's delivery, is invoked only for queued
+// starts (the filter is internal/starter's, which the twin applies too), reports item failures
+// and parks what it could not start in its DLQ.
+func TestTheStarterReadsTheAdmissionsStreamForQueuedStartsOnly(t *testing.T) {
+	s := synthesized(t)
+	starterID, _ := s.byPath(t, "Functions/Starter/Resource")
+	admissionsID, _ := s.byPath(t, "Data/Admissions/Resource")
+	dlqID, _ := s.byPath(t, "Events/StarterDLQ/Resource")
+	mappings := mappingsOf(s, starterID)
+	if len(mappings) != 1 {
+		t.Fatalf("%d event source mappings of the starter, want 1", len(mappings))
+	}
+	d := deploy.DefaultDelivery()
+	for _, m := range mappings {
+		p := props(m)
+		for _, c := range []struct {
+			what string
+			got  any
+			want string
+		}{
+			{"source", p["EventSourceArn"], `{"Fn::GetAtt":["` + admissionsID + `","StreamArn"]}`},
+			{"batch", p["BatchSize"], fmt.Sprint(d.StarterBatchSize)},
+			{"retries", p["MaximumRetryAttempts"], fmt.Sprint(d.StarterRetryAttempts)},
+			{"record age", p["MaximumRecordAgeInSeconds"], fmt.Sprint(d.StarterMaxRecordAge.Seconds())},
+			{"item failures", p["FunctionResponseTypes"], `["ReportBatchItemFailures"]`},
+			{"on failure", p["DestinationConfig"], `{"OnFailure":{"Destination":{"Fn::GetAtt":["` + dlqID + `","Arn"]}}}`},
+		} {
+			if asJSON(c.got) != c.want {
+				t.Errorf("%s = %s, want %s", c.what, asJSON(c.got), c.want)
+			}
+		}
+		var filters struct{ Filters []struct{ Pattern string } }
+		if err := json.Unmarshal([]byte(asJSON(p["FilterCriteria"])), &filters); err != nil || len(filters.Filters) != 1 {
+			t.Fatalf("filter criteria %s: %v", asJSON(p["FilterCriteria"]), err)
+		}
+		var got, want any
+		_ = json.Unmarshal([]byte(filters.Filters[0].Pattern), &got)
+		_ = json.Unmarshal([]byte(starter.FilterPattern), &want)
+		if asJSON(got) != asJSON(want) {
+			t.Errorf("filter %s, want starter.FilterPattern %s", filters.Filters[0].Pattern, starter.FilterPattern)
 		}
 	}
 }

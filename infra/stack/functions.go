@@ -27,6 +27,7 @@ type Settings struct {
 	MaxSeatsPerReservation int
 	SweepGraceSeconds      int
 	AdmissionLeaseSeconds  int
+	MaxActiveReservations  int
 	// AllowedOrigins are the browser origins the api's answers name (ApiSettings).
 	AllowedOrigins []string
 }
@@ -218,6 +219,8 @@ func (r *resolver) ARN(fn string, res deploy.Resource) string {
 			return *r.events.RelayDLQ.QueueArn()
 		case deploy.ConsumerDLQ:
 			return *r.events.ConsumerDLQ.QueueArn()
+		case deploy.StarterDLQ:
+			return *r.events.StarterDLQ.QueueArn()
 		}
 	case deploy.LogGroup:
 		return *r.functions.Get(fn).LogGroup.LogGroupArn()
@@ -242,6 +245,8 @@ func (r *resolver) Setting(name string) string {
 		return strconv.Itoa(r.settings.SweepGraceSeconds)
 	case EnvAdmissionLeaseSeconds:
 		return strconv.Itoa(r.settings.AdmissionLeaseSeconds)
+	case EnvMaxActiveReservations:
+		return strconv.Itoa(r.settings.MaxActiveReservations)
 	case EnvMetricsNamespace:
 		// One namespace per stage: two stages in one account must not feed each other's
 		// alarms.

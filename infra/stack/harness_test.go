@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func synthesized(t *testing.T) *synth {
 func synthesize(p Props, nag bool) (s *synth, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("panic during synthesis: %v", r)
+			err = fmt.Errorf("panic during synthesis: %v\n%s", r, debug.Stack())
 		}
 	}()
 	root, err := build.ModuleRoot(".")

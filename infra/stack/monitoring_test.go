@@ -37,6 +37,7 @@ func TestTheTemplatesAlarmsAreTheDefinitions(t *testing.T) {
 		{Kind: alarms.StateMachine}:                    s.id(t, "Workflow/StateMachine/Resource"),
 		{Kind: alarms.Queue, Name: deploy.RelayDLQ}:    s.id(t, "Events/RelayDLQ/Resource"),
 		{Kind: alarms.Queue, Name: deploy.ConsumerDLQ}: s.id(t, "Events/ConsumerDLQ/Resource"),
+		{Kind: alarms.Queue, Name: deploy.StarterDLQ}:  s.id(t, "Events/StarterDLQ/Resource"),
 	}
 	for _, fn := range deploy.Names() {
 		subjects[alarms.Subject{Kind: alarms.Function, Name: fn}] = s.id(t, "Functions/"+alarms.Pascal(fn)+"/Resource")

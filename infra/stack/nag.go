@@ -51,6 +51,8 @@ func (s *Seatsaga) Suppressions() []suppression {
 			reason: "Webhook signing secrets are rolled in the Stripe dashboard, which Secrets Manager rotation cannot drive; the runbook in infra/README.md puts the new secret here."},
 		suppression{path: "Events/RelayDLQ/Resource", rule: "AwsSolutions-SQS3",
 			reason: "This queue is itself the dead-letter destination of the relay's stream event source."},
+		suppression{path: "Events/StarterDLQ/Resource", rule: "AwsSolutions-SQS3",
+			reason: "This queue is itself the dead-letter destination of the starter's stream event source."},
 		suppression{path: "Events/ConsumerDLQ/Resource", rule: "AwsSolutions-SQS3",
 			reason: "This queue is itself the dead-letter queue of the consumer's rule target and failed async invocations."},
 	)

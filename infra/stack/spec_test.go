@@ -83,6 +83,8 @@ func (r *templateResolver) Setting(name string) string {
 		return strconv.Quote(strconv.Itoa(r.settings.SweepGraceSeconds))
 	case EnvAdmissionLeaseSeconds:
 		return strconv.Quote(strconv.Itoa(r.settings.AdmissionLeaseSeconds))
+	case EnvMaxActiveReservations:
+		return strconv.Quote(strconv.Itoa(r.settings.MaxActiveReservations))
 	case EnvMetricsNamespace:
 		return strconv.Quote(MetricsNamespace + "/" + r.settings.Stage)
 	case EnvTablePrefix:

@@ -70,7 +70,7 @@ func DefaultProps() Props {
 		SweepEveryMinutes:     1,
 		SweepGraceSeconds:     120,
 		AdmissionLeaseSeconds: int(config.DefaultAdmissionLease.Seconds()),
-		Api:                   ApiSettings{RateLimit: 500, BurstLimit: 1000, MaxSeatsPerReservation: 10},
+		Api:                   ApiSettings{RateLimit: deploy.DefaultAPIRateLimit, BurstLimit: deploy.DefaultAPIBurstLimit, MaxSeatsPerReservation: 10, MaxActiveReservations: config.DefaultMaxActive},
 		Events:                EventsSettings{Delivery: deploy.DefaultDelivery()},
 		Thresholds:            DefaultThresholds(),
 	}
@@ -82,6 +82,7 @@ func (p Props) settings() Settings {
 		Stage: p.Stage, LateSuccessPolicy: p.LateSuccessPolicy, HoldSeconds: p.HoldSeconds,
 		MaxSeatsPerReservation: p.Api.MaxSeatsPerReservation, SweepGraceSeconds: p.SweepGraceSeconds,
 		AdmissionLeaseSeconds: p.AdmissionLeaseSeconds,
+		MaxActiveReservations: p.Api.MaxActiveReservations,
 		AllowedOrigins:        p.Api.AllowedOrigins,
 	}
 }
@@ -113,6 +114,8 @@ func (p Props) Validate() error {
 		return fmt.Errorf("hold seconds %d: must be positive", p.HoldSeconds)
 	case p.SweepGraceSeconds <= 0:
 		return fmt.Errorf("sweep grace %d seconds: must be positive", p.SweepGraceSeconds)
+	case p.Api.MaxActiveReservations < 0:
+		return fmt.Errorf("max active reservations %d: must not be negative (0: no cap)", p.Api.MaxActiveReservations)
 	case p.AdmissionLeaseSeconds <= 0:
 		return fmt.Errorf("admission lease %d seconds: must be positive", p.AdmissionLeaseSeconds)
 	case p.SweepEveryMinutes <= 0:
@@ -181,6 +184,7 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 	s.Events = NewEvents(st, "Events", EventsProps{
 		Settings: p.Events, Outbox: s.Data.Table(tables.OutboxTable),
 		Relay: s.Functions.Get("relay"), Consumer: s.Functions.Get("consumer"), Production: prod,
+		Admissions: s.Data.Table(tables.AdmissionsTable), Starter: s.Functions.Get(deploy.FnStarter),
 	})
 	// The functions' environments and policies name the state machine and the bus, which
 	// exist from here on.
@@ -191,7 +195,8 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 	})
 	s.Monitoring = NewMonitoring(st, "Monitoring", MonitoringProps{
 		Settings: p.monitoringSettings(), StateMachine: s.Workflow.StateMachine, Functions: s.Functions,
-		DLQs:    map[string]awssqs.Queue{deploy.RelayDLQ: s.Events.RelayDLQ, deploy.ConsumerDLQ: s.Events.ConsumerDLQ},
+		DLQs: map[string]awssqs.Queue{deploy.RelayDLQ: s.Events.RelayDLQ, deploy.ConsumerDLQ: s.Events.ConsumerDLQ,
+			deploy.StarterDLQ: s.Events.StarterDLQ},
 		RestApi: s.Api.RestApi,
 	})
 

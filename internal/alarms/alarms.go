@@ -19,6 +19,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/starter"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
 	"github.com/seatsaga/seatsaga/internal/webhook"
 )
@@ -143,6 +144,9 @@ type Thresholds struct {
 	OldestRunningExecutionAgeSeconds float64
 	// StreamIteratorAgeSeconds: how far the relay may lag behind the outbox stream.
 	StreamIteratorAgeSeconds float64
+	// QueuedStartAgeSeconds: how long a winner whose start Step Functions throttled may wait
+	// for the starter to start the saga.
+	QueuedStartAgeSeconds float64
 	// DLQDepth: messages visible in any dead-letter queue.
 	DLQDepth float64
 	// DLQOldestAgeSeconds: the age of the oldest dead-lettered message.
@@ -188,6 +192,7 @@ func DefaultThresholds() Thresholds {
 		ExecutionTimeP99Seconds:           1800,
 		OldestRunningExecutionAgeSeconds:  7200,
 		StreamIteratorAgeSeconds:          60,
+		QueuedStartAgeSeconds:             60,
 		DLQDepth:                          1,
 		DLQOldestAgeSeconds:               3600,
 		ExpiredHoldsUnreleased:            1,
@@ -252,10 +257,10 @@ type Settings struct {
 
 // UnroutedFunctions are the functions whose every error or throttle is an incident: not the
 // saga's steps, whose business errors the state machine routes.
-var UnroutedFunctions = []string{deploy.FnAPI, deploy.FnWebhook, deploy.FnSweeper, deploy.FnRelay, deploy.FnConsumer}
+var UnroutedFunctions = []string{deploy.FnAPI, deploy.FnWebhook, deploy.FnSweeper, deploy.FnRelay, deploy.FnConsumer, deploy.FnStarter}
 
 // DeadLetterQueues are the deployment's dead-letter queues by deploy name.
-var DeadLetterQueues = []string{deploy.ConsumerDLQ, deploy.RelayDLQ}
+var DeadLetterQueues = []string{deploy.ConsumerDLQ, deploy.RelayDLQ, deploy.StarterDLQ}
 
 // Deployed are the settings of the whole deployment (the stack and the local stack alike):
 // every unrouted function, both dead-letter queues and the API.
@@ -306,6 +311,8 @@ func Definitions(s Settings) []Alarm {
 		sum(inventory.MetricThrottle), t.Throttled, 1, quiet)
 	add("CompensationFailed", "A compensation (void, refund or release) failed: money may be held or seats kept for a buyer who gave them up. Find the step's error by reservationId in the compensate function's logs; reconciliation retries it.",
 		sum(saga.MetricCompensationFailed), t.CompensationFailed, 1, quiet)
+	add("QueuedStartsFailed", "A queued winner's saga could not be started (Step Functions refused the start for a reason no retry cures): the buyer passed the gate but nothing holds their seats. Find the reservationId in the starter's logs, fix the cause, and start the execution or tell the buyer.",
+		sum(starter.MetricFailed), 1, 1, quiet)
 	add("StepRetries", "Saga steps are failing with errors the state machine retries (provider unreachable, DynamoDB throttled, Lambda errors): look at the StepRetryableError metric by step, then that step's logs.",
 		sum(saga.MetricStepRetryableError), t.StepRetries, 1, quiet)
 	add("ExecutionsFailed", "Reservation executions ended in a state that needs a person (Needs reconciliation, Claim failed) or an error no Catch handled: open the failed executions in the Step Functions console and the reservation by its id.",
@@ -320,6 +327,8 @@ func Definitions(s Settings) []Alarm {
 		gauge(sweeper.MetricOldestRunningExecutionAgeSeconds), t.OldestRunningExecutionAgeSeconds, 1, silenceBreaches)
 	add("RelayIteratorAge", "The outbox relay lags behind the stream: events reach EventBridge late, and records older than the stream retention would be lost.",
 		of(Lambda, "IteratorAge", fn(deploy.FnRelay), Maximum), t.StreamIteratorAgeSeconds*1000, 1, quiet)
+	add("QueuedStartAge", "Buyers who passed the gate wait for their sagas to start: StartExecution is throttled beyond what the starter can catch up with. Raise the account's StartExecution quota (infra/README.md says which for which sale size), or look at the starter's throttles and errors.",
+		of(Lambda, "IteratorAge", fn(deploy.FnStarter), Maximum), t.QueuedStartAgeSeconds*1000, 1, quiet)
 	add("ExpiredHoldsUnreleased", "Seats held past their deadline and not released: the sweeper is failing or a saga is stuck; buyers see seats as taken that are free.",
 		gauge(sweeper.MetricExpiredHoldsUnreleased), t.ExpiredHoldsUnreleased, gaugePeriods, silenceBreaches)
 	add("ExpiredHoldOldestAgeSeconds", "The oldest expired, unreleased hold is older than expected.",
@@ -376,7 +385,7 @@ func Definitions(s Settings) []Alarm {
 			of(APIGateway, "5XXError", restAPI, Sum), t.Api5xx, 1, quiet)
 		add("ApiLatencyP99", "The API's p99 latency is high: buyers wait; the api function, DynamoDB or Step Functions are slow or throttled.",
 			of(APIGateway, "Latency", restAPI, P99), t.ApiLatencyP99Seconds*1000, 2, quiet)
-		add("ApiStepFunctionsThrottled", "Step Functions throttled the API's own calls (StartExecution, DescribeExecution), which buyers see as 503: raise the StartExecution quota or slow admission.",
+		add("ApiStepFunctionsThrottled", "Step Functions throttled the API's StartExecution (or a cancel's SendTaskFailure): those winners were queued for the starter and wait. Sustained, raise the StartExecution quota; QueuedStartAge says how long they wait.",
 			sum(api.MetricStepFunctionsThrottled), 1, 1, quiet)
 	}
 	for _, q := range s.DLQs {
@@ -394,6 +403,7 @@ func Definitions(s Settings) []Alarm {
 // dlqAdvice says what a message in each dead-letter queue is and what to do with it.
 var dlqAdvice = map[string]string{
 	deploy.RelayDLQ:    "outbox stream batches the relay gave up on. A message names only the shard and sequence numbers; the records leave the stream 24 hours after they were written, so re-read them by then, or publish the events from the Outbox table after fixing the cause.",
+	deploy.StarterDLQ:  "queued starts the starter could not make within the hour its mapping keeps trying: those buyers passed the gate but their sagas never started. A message names the Admissions stream's shard and sequence numbers; start by reservation id the admissions marked startQueued whose execution does not exist, or tell the buyers.",
 	deploy.ConsumerDLQ: "events the consumer could not process after Lambda's and EventBridge's retries. A message carries the event: read one, fix the cause, redrive the queue.",
 }
 

@@ -19,6 +19,9 @@
 //	409 seat_not_priced   a requested seat has no price: the event is not on sale for it
 //	422 mixed_currency    the requested seats are priced in more than one currency
 //	422 amount_too_large  the seats together cost more than MaxAmount
+//	409 seats_unavailable a requested seat is held, sold, or leased by the admission gate to
+//	                      another buyer a moment ago; nothing was written
+//	409 hold_limit        the customer has as many reservations in progress as the cap allows
 //	409 price_changed     the stated amount or currency differs from the server's price; the
 //	                      error body carries the server's "amount" and "currency" so a client
 //	                      showing a stale price can show the right one and ask again
@@ -102,8 +105,13 @@ type Deps struct {
 	// Step Functions to start the execution and run its claim, short enough that a buyer whose
 	// start failed keeps the seats from no one for long.
 	AdmissionLease time.Duration
-	Seats          SeatCatalog
-	SFN            StepFunctions
+	// MaxActiveReservations caps a customer's reservations in progress at once (no cap when
+	// zero); Hold is how long a claim holds seats, which bounds how long one takes a place
+	// under the cap.
+	MaxActiveReservations int
+	Hold                  time.Duration
+	Seats                 SeatCatalog
+	SFN                   StepFunctions
 	// Payments, when set, lets GET return the PaymentIntent's client secret to its owner.
 	Payments PaymentReader
 	// StateMachineARN is the saga's state machine; executions are named by reservation id.
@@ -142,6 +150,9 @@ func New(d Deps) (*Handler, error) {
 	}
 	if d.AdmissionLease <= 0 {
 		d.AdmissionLease = config.DefaultAdmissionLease
+	}
+	if d.Hold <= 0 {
+		d.Hold = config.DefaultHold
 	}
 	d.MaxSeats = min(d.MaxSeats, reservation.MaxSeatsPerTransaction)
 	d.Now, d.Logger, d.Metrics = obs.Defaults(d.Now, d.Logger, d.Metrics)
@@ -300,7 +311,11 @@ type ReservationStatus struct {
 	// money; both are set whenever a cancel is recorded, on GET as on DELETE.
 	CancelRequested bool   `json:"cancelRequested,omitempty"`
 	Money           string `json:"money,omitempty"`
-	StatusURL       string `json:"statusUrl"`
+	// Queued: the buyer passed the gate but Step Functions could not start the saga at once;
+	// it starts in turn (status stays PENDING until the claim), and the hold counts from the
+	// claim.
+	Queued    bool   `json:"queued,omitempty"`
+	StatusURL string `json:"statusUrl"`
 }
 
 // StatusURL is where a reservation's status is read.
@@ -344,8 +359,12 @@ func (h *Handler) serverError(ctx context.Context, what string, err error, attrs
 	return errInternal
 }
 
-// throttled reports that an AWS service refused a call for its rate (after the SDK's retries).
+// throttled reports that an AWS service refused a call for its rate (after the SDK's retries,
+// or the store's own, inventory.ErrThrottled).
 func throttled(err error) bool {
+	if errors.Is(err, inventory.ErrThrottled) {
+		return true
+	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode() {

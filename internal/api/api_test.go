@@ -232,9 +232,6 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		{"seat leased to another buyer", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.gate.leases[reservation.SeatKey("ev1", "A2")] = lease{by: "r_other", until: testNow.Add(time.Second)}
 		}, 409, "seats_unavailable"},
-		{"step functions throttled", "alice", "ev1", "k1", goodBody, func(r *rig) {
-			r.sfn.FailAll(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
-		}, 429, "throttled"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -777,22 +774,37 @@ func TestThrottledStepFunctionsCallsAreCounted(t *testing.T) {
 	}
 }
 
-// A POST whose start Step Functions throttled is answered 429 and leaves its admission: the
-// retry with the same key passes the gate again and starts the one execution; replays after
-// that, and status reads, make no Step Functions call at all.
-func TestAThrottledStartIsRetriedByTheSameKeyAndReplaysCallNoStepFunctions(t *testing.T) {
+// A winner whose start Step Functions throttles is queued, not failed: the api records the
+// execution's input on the admission for the starter, keeps the seats leased while it waits, and
+// answers 202 queued; a retry with the same key is answered from the admission; replays and
+// status reads make no Step Functions call at all.
+func TestAThrottledStartIsQueuedAndReplaysCallNoStepFunctions(t *testing.T) {
 	r := newRig(t)
 	id := ReservationID("alice", "k")
 	r.sfn.FailNext(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
 	resp := r.do(t, postReq("alice", "ev1", "k", goodBody))
-	if resp.StatusCode != 429 || resp.Headers["Retry-After"] == "" || decode[Error](t, resp).Code != "throttled" {
-		t.Fatalf("throttled start: %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+	if v := decode[ReservationStatus](t, resp); resp.StatusCode != 202 || !v.Queued || v.Status != StatusPending {
+		t.Fatalf("throttled start: %d %s", resp.StatusCode, resp.Body)
 	}
-	if a, ok := r.gate.records[id]; !ok || a.State != reservation.Admitted {
-		t.Fatalf("admission after the throttled start: %+v %v", a, ok)
+	if len(r.gate.queued) != 1 || r.sfn.Started() != 0 {
+		t.Fatalf("%d starts queued and %d started, want 1 and 0", len(r.gate.queued), r.sfn.Started())
 	}
-	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 || r.sfn.Started() != 1 {
+	var in saga.Input
+	if err := json.Unmarshal([]byte(r.gate.queued[0]), &in); err != nil || in.ReservationID != id || in.Amount != 5000 {
+		t.Fatalf("queued input %s: %v", r.gate.queued[0], err)
+	}
+	if v := decode[ReservationStatus](t, r.do(t, idReq("GET", "alice", id))); v.Status != StatusPending || !v.Queued {
+		t.Fatalf("status of a queued start %+v", v)
+	}
+	// A retry is answered from the admission: the starter starts it, and passing the gate
+	// again could only lose the seats the queued start keeps leased.
+	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 || !decode[ReservationStatus](t, resp).Queued || r.sfn.Started() != 0 {
 		t.Fatalf("retry: %d %s, %d started", resp.StatusCode, resp.Body, r.sfn.Started())
+	}
+	// The queued start keeps the seats leased past the gate's usual lease.
+	r.clock.Advance(config.DefaultAdmissionLease)
+	if resp := r.do(t, postReq("bob", "ev1", "k", `{"seatIds":["A2"],"paymentMethod":"pm_card_visa"}`)); resp.StatusCode != 409 {
+		t.Fatalf("bob for a queued winner's seat: %d %s", resp.StatusCode, resp.Body)
 	}
 	// The status route and a replay, before and after the claim, read DynamoDB only.
 	calls := r.sfn.Calls(sagatest.SFNStartExecution) + r.sfn.Calls(sagatest.SFNDescribeExecution)
@@ -809,6 +821,18 @@ func TestAThrottledStartIsRetriedByTheSameKeyAndReplaysCallNoStepFunctions(t *te
 	}
 	if now := r.sfn.Calls(sagatest.SFNStartExecution) + r.sfn.Calls(sagatest.SFNDescribeExecution); now != calls {
 		t.Fatalf("%d Step Functions calls for status reads and a replay, want none", now-calls)
+	}
+}
+
+// A throttled start that cannot be queued either is a 429 to retry, never a 5xx, and nothing
+// started.
+func TestAThrottledStartThatCannotBeQueuedIs429(t *testing.T) {
+	r := newRig(t)
+	r.sfn.FailNext(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
+	r.gate.queueErr = &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"}
+	resp := r.do(t, postReq("alice", "ev1", "k", goodBody))
+	if resp.StatusCode != 429 || resp.Headers["Retry-After"] == "" || r.sfn.Started() != 0 {
+		t.Fatalf("throttled start and queue: %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
 	}
 }
 
@@ -843,5 +867,33 @@ func TestTheGateTurnsASecondBuyerAwayUntilTheLeaseLapses(t *testing.T) {
 	r.clock.Advance(config.DefaultAdmissionLease)
 	if resp := r.do(t, postReq("bob", "ev1", "k", `{"seatIds":["A2"],"paymentMethod":"pm_card_visa"}`)); resp.StatusCode != 202 || r.sfn.Started() != 2 {
 		t.Fatalf("bob after the lease: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// A customer at the cap of reservations in progress is refused 409 hold_limit before anything
+// starts; once a hold's time is over, its place under the cap is free again.
+func TestACustomerAtTheCapIsRefusedHoldLimit(t *testing.T) {
+	r := newRig(t)
+	r.h.d.MaxActiveReservations = 2
+	for i, seat := range []string{"A1", "A2"} {
+		body := fmt.Sprintf(`{"seatIds":[%q],"paymentMethod":"pm_card_visa"}`, seat)
+		if resp := r.do(t, postReq("alice", "ev1", fmt.Sprintf("k%d", i), body)); resp.StatusCode != 202 {
+			t.Fatalf("reservation %d: %d %s", i, resp.StatusCode, resp.Body)
+		}
+	}
+	third := `{"seatIds":["A3"],"paymentMethod":"pm_card_visa"}`
+	resp := r.do(t, postReq("alice", "ev1", "k2", third))
+	if e := decode[Error](t, resp); resp.StatusCode != 409 || e.Code != "hold_limit" || !strings.Contains(e.Message, "2 reservations") {
+		t.Fatalf("third reservation: %d %s", resp.StatusCode, resp.Body)
+	}
+	if r.sfn.Started() != 2 {
+		t.Fatalf("%d executions started, want 2", r.sfn.Started())
+	}
+	if resp := r.do(t, postReq("bob", "ev1", "k2", third)); resp.StatusCode != 202 {
+		t.Fatalf("another customer: %d %s", resp.StatusCode, resp.Body)
+	}
+	r.clock.Advance(r.h.d.AdmissionLease + r.h.d.Hold)
+	if resp := r.do(t, postReq("alice", "ev1", "k3", `{"seatIds":["B1"],"paymentMethod":"pm_card_visa"}`)); resp.StatusCode != 202 {
+		t.Fatalf("after the holds' time: %d %s", resp.StatusCode, resp.Body)
 	}
 }

@@ -106,6 +106,12 @@ func catalogSeatFromItem(item map[string]types.AttributeValue) (CatalogSeat, err
 	if cs.Seat.State, err = reservation.ParseInventoryState(str(attrSeatState)); err != nil {
 		return cs, fmt.Errorf("seat %s: %w", str(tables.AttrSeatKey), err)
 	}
+	cs.AdmittedBy = str(tables.AttrAdmittedBy)
+	if v := str(tables.AttrAdmittedUntil); v != "" {
+		if cs.AdmittedUntil, err = time.Parse(inventory.TimeLayout, v); err != nil {
+			return cs, fmt.Errorf("seat %s: admission lease: %w", str(tables.AttrSeatKey), err)
+		}
+	}
 	if v := str(tables.AttrHoldExpiresAt); v != "" {
 		if cs.Seat.HoldExpiresAt, err = time.Parse(inventory.TimeLayout, v); err != nil {
 			return cs, fmt.Errorf("seat %s: %s: %w", str(tables.AttrSeatKey), tables.AttrHoldExpiresAt, err)

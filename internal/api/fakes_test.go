@@ -91,10 +91,16 @@ type gate struct {
 	store   *sagatest.MemStore
 	records map[string]reservation.Admission
 	leases  map[string]lease // by reservation.SeatKey
-	err     error
+	// slots holds each capped admission's place under its customer's cap until its time.
+	slots map[string]time.Time
+	err   error
 	// beforeAdmit, when set, runs at the start of Admit under the gate's lock: a concurrent
 	// request getting there first.
 	beforeAdmit func(*gate)
+	// queueErr, when set, is what QueueStart answers.
+	queueErr error
+	// queued are the inputs of the starts queued for the starter.
+	queued []string
 	// admitted counts the buyers let through.
 	admitted int
 }
@@ -105,7 +111,8 @@ type lease struct {
 }
 
 func newGate(now func() time.Time, store *sagatest.MemStore) *gate {
-	return &gate{now: now, store: store, records: map[string]reservation.Admission{}, leases: map[string]lease{}}
+	return &gate{now: now, store: store, records: map[string]reservation.Admission{}, leases: map[string]lease{},
+		slots: map[string]time.Time{}}
 }
 
 func (g *gate) Admit(_ context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error) {
@@ -140,6 +147,18 @@ func (g *gate) Admit(_ context.Context, req reservation.AdmissionRequest) (reser
 	if len(taken) > 0 {
 		return reservation.AdmitResult{}, &reservation.SeatUnavailable{EventID: a.EventID, SeatIDs: taken}
 	}
+	if req.MaxActive > 0 {
+		active := 0
+		for id, until := range g.slots {
+			if id != a.ReservationID && g.records[id].CustomerID == a.CustomerID && until.After(now) {
+				active++
+			}
+		}
+		if active >= req.MaxActive {
+			return reservation.AdmitResult{}, &reservation.HoldLimit{CustomerID: a.CustomerID, Limit: req.MaxActive}
+		}
+		g.slots[a.ReservationID] = req.SlotUntil
+	}
 	for _, id := range a.SeatIDs {
 		g.leases[reservation.SeatKey(a.EventID, id)] = lease{by: a.ReservationID, until: req.LeaseUntil}
 	}
@@ -157,6 +176,31 @@ func (g *gate) GetAdmission(_ context.Context, id string) (reservation.Admission
 	}
 	a, ok := g.records[id]
 	return a, ok, nil
+}
+
+func (g *gate) QueueStart(_ context.Context, adm reservation.Admission, input string, leaseUntil, _ time.Time) error {
+	id := adm.ReservationID
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err != nil {
+		return g.err
+	}
+	if g.queueErr != nil {
+		return g.queueErr
+	}
+	a, ok := g.records[id]
+	if !ok || a.State != reservation.Admitted {
+		return errors.New("no admitted reservation to queue")
+	}
+	a.StartQueued = true
+	g.records[id] = a
+	for _, seat := range adm.SeatIDs {
+		if l := g.leases[reservation.SeatKey(adm.EventID, seat)]; l.by == id {
+			g.leases[reservation.SeatKey(adm.EventID, seat)] = lease{by: id, until: leaseUntil}
+		}
+	}
+	g.queued = append(g.queued, input)
+	return nil
 }
 
 // reject marks an admission as the claim does when it turns the buyer away.

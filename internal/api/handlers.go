@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,7 +48,8 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 
 	// A replay must be answered before the pre-check, which would see the seats held by the
 	// very reservation being replayed.
-	if resp, done, e := h.replay(ctx, id, hash); done {
+	prior, resp, done, e := h.replay(ctx, id, hash)
+	if done {
 		return resp, e
 	}
 	price, e := h.admit(ctx, id, eventID, body)
@@ -56,12 +58,18 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	}
 	admission := reservation.Admission{
 		ReservationID: id, CustomerID: customer, EventID: eventID, SeatIDs: body.SeatIDs,
-		Amount: price.Amount, Currency: strings.ToUpper(price.Currency), RequestHash: hash,
+		Amount: price.Amount, Currency: strings.ToUpper(price.Currency), RequestHash: hash, HoldSlot: prior.HoldSlot,
 	}
-	gate, err := h.d.Admissions.Admit(ctx, reservation.AdmissionRequest{Admission: admission, LeaseUntil: h.d.Now().Add(h.d.AdmissionLease)})
+	now := h.d.Now()
+	gate, err := h.d.Admissions.Admit(ctx, reservation.AdmissionRequest{
+		Admission: admission, LeaseUntil: now.Add(h.d.AdmissionLease),
+		// The hold counts from the claim, which follows within the lease.
+		MaxActive: h.d.MaxActiveReservations, SlotUntil: now.Add(h.d.AdmissionLease + h.d.Hold),
+	})
 	if e := h.gateRefusal(ctx, id, err); e != nil {
 		return events.APIGatewayProxyResponse{}, h.refused(ctx, log, e)
 	}
+	admission.HoldSlot = gate.HoldSlot
 	switch {
 	case gate.HeldByRequester:
 		return h.answerStored(ctx, id, admission)
@@ -93,12 +101,24 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 		StateMachineArn: aws.String(h.d.StateMachineARN),
 		Name:            aws.String(id),
 		Input:           aws.String(string(input)),
-	})
+	}, noThrottleRetries)
 	var exists *sfntypes.ExecutionAlreadyExists
 	if errors.As(err, &exists) {
 		// A concurrent retry of the same POST started it (the gate let both through: the
 		// admission is the same request's), or this retry follows one whose answer was lost.
 		return h.answerStored(ctx, id, admission)
+	}
+	if throttled(err) {
+		// Past the StartExecution quota the winner is queued, not failed: the starter starts
+		// the execution from the admission in turn.
+		queuedAt := h.d.Now()
+		if qerr := h.d.Admissions.QueueStart(ctx, admission, string(input), queuedAt.Add(QueuedLease), queuedAt.Add(QueuedLease+h.d.Hold)); qerr != nil {
+			return events.APIGatewayProxyResponse{}, h.serverError(ctx, "queue start", qerr, "reservationId", id)
+		}
+		h.d.Metrics.Count("ReservationsQueued", 1)
+		log.InfoContext(ctx, "api: start throttled; queued for the starter", "correlationId", correlationID)
+		admission.State, admission.StartQueued = reservation.Admitted, true
+		return accepted(admissionView(admission)), nil
 	}
 	if err != nil {
 		// The admission stays, and its seats' leases lapse on their own: a retry with the same
@@ -125,6 +145,7 @@ func (h *Handler) gateRefusal(ctx context.Context, id string, err error) *Error 
 		su *reservation.SeatUnavailable
 		ic *reservation.IdempotencyConflict
 		ve *reservation.ValidationError
+		hl *reservation.HoldLimit
 	)
 	switch {
 	case err == nil:
@@ -136,6 +157,9 @@ func (h *Handler) gateRefusal(ctx context.Context, id string, err error) *Error 
 		return errKeyReused
 	case errors.As(err, &ve):
 		return badRequest("unknown_seat", ve.Error())
+	case errors.As(err, &hl):
+		return conflict("hold_limit", fmt.Sprintf("you already have %d reservations in progress, the most one customer may hold at once; "+
+			"finish paying for one or cancel it, then try again", hl.Limit))
 	}
 	return h.serverError(ctx, "admission gate", err, "reservationId", id)
 }
@@ -143,32 +167,40 @@ func (h *Handler) gateRefusal(ctx context.Context, id string, err error) *Error 
 // replay answers a POST whose reservation id the gate admitted before, from DynamoDB: the same
 // request gets the same reservation back, another request under the same key is a conflict.
 // done is false when the request must go through the gate again: it was admitted, but the
-// saga has not written the reservation, so its start may have failed.
-func (h *Handler) replay(ctx context.Context, id, hash string) (events.APIGatewayProxyResponse, bool, *Error) {
+// saga has not written the reservation, so its start may have failed; prior is then its
+// admission (the zero one, HoldSlot -1, when there is none).
+func (h *Handler) replay(ctx context.Context, id, hash string) (prior reservation.Admission, resp events.APIGatewayProxyResponse, done bool, e *Error) {
+	none := reservation.Admission{HoldSlot: -1}
 	a, found, err := h.d.Admissions.GetAdmission(ctx, id)
 	if err != nil {
-		return events.APIGatewayProxyResponse{}, true, h.serverError(ctx, "read admission", err, "reservationId", id)
+		return none, resp, true, h.serverError(ctx, "read admission", err, "reservationId", id)
 	}
 	if !found {
-		return events.APIGatewayProxyResponse{}, false, nil
+		return none, resp, false, nil
 	}
 	if a.RequestHash != hash {
 		h.d.Metrics.Count("IdempotencyConflicts", 1)
-		return events.APIGatewayProxyResponse{}, true, errKeyReused
+		return none, resp, true, errKeyReused
 	}
 	if a.State == reservation.AdmissionRejected {
 		h.d.Metrics.Count("ReservationReplays", 1)
-		return accepted(admissionView(a)), true, nil
+		return none, accepted(admissionView(a)), true, nil
+	}
+	if a.StartQueued {
+		// The starter starts it; passing the gate again could only lose a seat the queued
+		// start still leases, or answer 409 for a buyer who is in fact waiting.
+		resp, e := h.answerStored(ctx, id, a)
+		return none, resp, true, e
 	}
 	r, stored, e := h.read(ctx, id)
 	if e != nil {
-		return events.APIGatewayProxyResponse{}, true, e
+		return none, resp, true, e
 	}
 	if !stored {
-		return events.APIGatewayProxyResponse{}, false, nil
+		return a, resp, false, nil
 	}
 	h.d.Metrics.Count("ReservationReplays", 1)
-	return accepted(viewOf(r)), true, nil
+	return none, accepted(viewOf(r)), true, nil
 }
 
 // answerStored answers a request the saga is already handling: the reservation once the Claim
@@ -185,6 +217,15 @@ func (h *Handler) answerStored(ctx context.Context, id string, a reservation.Adm
 	a.State = reservation.Admitted
 	return accepted(admissionView(a)), nil
 }
+
+// QueuedLease is how long a queued winner keeps the seats the gate let it through for: as long as
+// the starter's event source mapping keeps trying to start it (deploy.Delivery's
+// StarterMaxRecordAge), after which the start goes to StarterDLQ.
+const QueuedLease = time.Hour
+
+// noThrottleRetries makes a throttled start come back at once: the buyer is queued instead of
+// waiting out the SDK's backoff on a quota a burst has spent.
+func noThrottleRetries(o *sfn.Options) { o.RetryMaxAttempts = 1 }
 
 var errKeyReused = conflict("idempotency_key_reused", "this Idempotency-Key was already used for a different request")
 
@@ -249,7 +290,10 @@ func (h *Handler) admit(ctx context.Context, id, eventID string, body CreateRequ
 			price.Currency = strings.ToLower(cs.Seat.Currency)
 			currencies[price.Currency] = true
 		}
-		if !cs.Seat.ClaimableAt(now) && cs.Seat.ReservationID != id {
+		// A seat leased to another buyer a moment ago is taken too: refusing here saves the
+		// gate's transaction, which would refuse it anyway.
+		leased := cs.AdmittedBy != "" && cs.AdmittedBy != id && now.Before(cs.AdmittedUntil)
+		if (!cs.Seat.ClaimableAt(now) && cs.Seat.ReservationID != id) || leased {
 			taken = append(taken, s)
 		}
 	}
@@ -339,6 +383,7 @@ func admissionView(a reservation.Admission) ReservationStatus {
 	if a.State == reservation.AdmissionRejected {
 		v.Status = StatusRejected
 	}
+	v.Queued = a.StartQueued && a.State == reservation.Admitted
 	return v
 }
 

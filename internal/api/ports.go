@@ -37,6 +37,10 @@ type Admissions interface {
 	Admit(ctx context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error)
 	// GetAdmission reads an admission (strongly consistent); ok is false when there is none.
 	GetAdmission(ctx context.Context, reservationID string) (a reservation.Admission, ok bool, err error)
+	// QueueStart records the input of an execution Step Functions would not start at once, for
+	// the starter to start from the Admissions stream, and keeps the admission's seat leases
+	// until leaseUntil and its hold slot until slotUntil.
+	QueueStart(ctx context.Context, a reservation.Admission, input string, leaseUntil, slotUntil time.Time) error
 }
 
 // SeatCatalog answers the admission pre-check from an eventually consistent read of the Seats
@@ -54,6 +58,9 @@ type CatalogSeat struct {
 	Seat reservation.Seat
 	// OnSaleFrom and OnSaleUntil bound when the seat may be sold; zero means unbounded.
 	OnSaleFrom, OnSaleUntil time.Time
+	// AdmittedBy and AdmittedUntil are the gate's lease on the seat, if any.
+	AdmittedBy    string
+	AdmittedUntil time.Time
 }
 
 // PaymentReader retrieves a payment so the owner's GET can hand the browser what it needs to

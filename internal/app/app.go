@@ -35,6 +35,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/secrets"
+	"github.com/seatsaga/seatsaga/internal/starter"
 	"github.com/seatsaga/seatsaga/internal/sweeper"
 	"github.com/seatsaga/seatsaga/internal/sweeper/sfnadapter"
 	"github.com/seatsaga/seatsaga/internal/tables"
@@ -55,11 +56,12 @@ const (
 	FnSweeper    = deploy.FnSweeper
 	FnConsumer   = deploy.FnConsumer
 	FnRelay      = deploy.FnRelay
+	FnStarter    = deploy.FnStarter
 )
 
 // functions is every function, the relay last (New leaves it out without a bus).
 var functions = []string{FnClaim, FnAuthorize, FnConfirm, FnCapture, FnCompensate, FnReconcile,
-	FnAPI, FnWebhook, FnSweeper, FnConsumer, FnRelay}
+	FnAPI, FnWebhook, FnSweeper, FnConsumer, FnStarter, FnRelay}
 
 // Functions lists every function the app builds, the relay last: the names the CDK build,
 // lambdas/ and the state machine must agree with.
@@ -194,16 +196,18 @@ func (b *builder) handler(fn string) (any, error) {
 			return nil, err
 		}
 		h, err := api.New(api.Deps{
-			Reservations:    inv,
-			Admissions:      inv,
-			AdmissionLease:  cfg.AdmissionLease,
-			Seats:           &api.DynamoCatalog{Client: d.DynamoDB, Table: cfg.Tables.Of(tables.SeatsTable)},
-			SFN:             d.SFN,
-			Payments:        d.Payments,
-			StateMachineARN: cfg.StateMachineARN,
-			MaxSeats:        cfg.MaxSeats,
-			AllowedOrigins:  cfg.AllowedOrigins,
-			Now:             d.Now, Logger: d.Logger, Metrics: d.Metrics,
+			Reservations:          inv,
+			Admissions:            inv,
+			AdmissionLease:        cfg.AdmissionLease,
+			MaxActiveReservations: cfg.MaxActiveReservations,
+			Hold:                  cfg.Hold,
+			Seats:                 &api.DynamoCatalog{Client: d.DynamoDB, Table: cfg.Tables.Of(tables.SeatsTable)},
+			SFN:                   d.SFN,
+			Payments:              d.Payments,
+			StateMachineARN:       cfg.StateMachineARN,
+			MaxSeats:              cfg.MaxSeats,
+			AllowedOrigins:        cfg.AllowedOrigins,
+			Now:                   d.Now, Logger: d.Logger, Metrics: d.Metrics,
 		})
 		if err != nil {
 			return nil, err
@@ -267,6 +271,12 @@ func (b *builder) handler(fn string) (any, error) {
 			Sender: d.Sender,
 			Now:    d.Now, Logger: d.Logger, Metrics: d.Metrics,
 		})
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	case FnStarter:
+		h, err := starter.New(starter.Deps{SFN: d.SFN, StateMachineARN: cfg.StateMachineARN, Logger: d.Logger, Metrics: d.Metrics})
 		if err != nil {
 			return nil, err
 		}

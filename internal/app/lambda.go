@@ -147,6 +147,10 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 	case FnRelay:
 		d.Bus = eventbridge.NewFromConfig(rt.AWS)
 		return d, nil
+	case FnStarter:
+		// The starter only starts executions: no table, no payment.
+		d.SFN = sfn.NewFromConfig(rt.AWS)
+		return d, nil
 	case FnConsumer:
 		d.DynamoDB = dynamoDB(rt)
 		d.Sender = rt.Sender

@@ -31,6 +31,7 @@ const (
 	EnvSweepGraceSeconds      = "SEATSAGA_SWEEP_GRACE_SECONDS"
 	EnvMetricsNamespace       = "SEATSAGA_METRICS_NAMESPACE"
 	EnvAdmissionLeaseSeconds  = "SEATSAGA_ADMISSION_LEASE_SECONDS"
+	EnvMaxActiveReservations  = "SEATSAGA_MAX_ACTIVE_RESERVATIONS"
 	// EnvAllowedOrigins lists, comma-separated, the browser origins the api answers may be
 	// read by.
 	EnvAllowedOrigins = "SEATSAGA_ALLOWED_ORIGINS"
@@ -54,6 +55,9 @@ type Config struct {
 	// AdmissionLease is how long the API's admission gate keeps other buyers off the seats of
 	// a buyer it let through, if no claim follows.
 	AdmissionLease time.Duration
+	// MaxActiveReservations caps how many reservations one customer may have in progress at
+	// once (held or paying), so that one buyer cannot hoard a sale's seats.
+	MaxActiveReservations int
 }
 
 // Defaults that hold when a variable is unset.
@@ -62,6 +66,7 @@ const (
 	DefaultMaxSeats         = 10
 	DefaultSweepGrace       = 2 * time.Minute
 	DefaultAdmissionLease   = 10 * time.Second
+	DefaultMaxActive        = 2
 	DefaultLateSuccess      = "reacquire"
 	DefaultMetricsNamespace = "Seatsaga"
 )
@@ -100,6 +105,14 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if cfg.AdmissionLease, err = seconds(get(EnvAdmissionLeaseSeconds, ""), DefaultAdmissionLease); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", EnvAdmissionLeaseSeconds, err)
+	}
+	cfg.MaxActiveReservations = DefaultMaxActive
+	if v := get(EnvMaxActiveReservations, ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 100 {
+			return Config{}, fmt.Errorf("%s: want a whole number from 0 (no cap) to 100, got %q", EnvMaxActiveReservations, v)
+		}
+		cfg.MaxActiveReservations = n
 	}
 	cfg.MaxSeats = DefaultMaxSeats
 	if v := get(EnvMaxSeats, ""); v != "" {

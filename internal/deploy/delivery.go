@@ -45,6 +45,14 @@ type Delivery struct {
 	ConsumerRuleRetryAttempts int
 	ConsumerRuleMaxEventAge   time.Duration
 
+	// StarterBatchSize, StarterRetryAttempts and StarterMaxRecordAge are the starter's event
+	// source mapping on the Admissions stream, as the relay's are on the outbox's: retries
+	// until a queued start is older than StarterMaxRecordAge (a buyer kept waiting that long
+	// has gone), then StarterDLQ.
+	StarterBatchSize     int
+	StarterRetryAttempts int
+	StarterMaxRecordAge  time.Duration
+
 	// DLQRetention is how long a dead-letter queue keeps a message: the SQS maximum of 14
 	// days gives an operator two weeks to look before anything is lost.
 	DLQRetention time.Duration
@@ -63,6 +71,9 @@ func DefaultDelivery() Delivery {
 		ConsumerRuleRetryAttempts:    8,
 		ConsumerRuleMaxEventAge:      6 * time.Hour,
 		DLQRetention:                 14 * 24 * time.Hour,
+		StarterBatchSize:             10,
+		StarterRetryAttempts:         -1,
+		StarterMaxRecordAge:          time.Hour,
 	}
 }
 
@@ -78,6 +89,10 @@ func (d Delivery) Validate() error {
 		return fmt.Errorf("consumer retry attempts %d: want 0..2", d.ConsumerRetryAttempts)
 	case d.ConsumerRuleRetryAttempts < 0 || d.ConsumerRuleRetryAttempts > 185:
 		return fmt.Errorf("consumer rule retry attempts %d: want 0..185", d.ConsumerRuleRetryAttempts)
+	case d.StarterBatchSize <= 0 || d.StarterBatchSize > 10000:
+		return fmt.Errorf("starter batch size %d: want 1..10000", d.StarterBatchSize)
+	case d.StarterRetryAttempts < -1 || d.StarterRetryAttempts > 10000:
+		return fmt.Errorf("starter retry attempts %d: want -1 (until the record is too old) or 0..10000", d.StarterRetryAttempts)
 	}
 	for _, c := range []struct {
 		what   string
@@ -85,6 +100,7 @@ func (d Delivery) Validate() error {
 		lo, hi time.Duration
 	}{
 		{"relay max record age", d.RelayMaxRecordAge, time.Minute, 7 * 24 * time.Hour},
+		{"starter max record age", d.StarterMaxRecordAge, time.Minute, 7 * 24 * time.Hour},
 		{"consumer max event age", d.ConsumerMaxEventAge, time.Minute, 6 * time.Hour},
 		{"consumer rule max event age", d.ConsumerRuleMaxEventAge, time.Minute, 24 * time.Hour},
 		{"dead-letter retention", d.DLQRetention, time.Minute, 14 * 24 * time.Hour},

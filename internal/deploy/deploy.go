@@ -33,6 +33,7 @@ const (
 	FnSweeper    = "sweeper"
 	FnConsumer   = "consumer"
 	FnRelay      = "relay"
+	FnStarter    = "starter"
 )
 
 // Kind is the kind of a resource a grant names.
@@ -77,10 +78,19 @@ const (
 	StripeWebhookSecret = "StripeWebhookSecret"
 )
 
+// The API stage's default throttle: steady requests per second and the token bucket's size.
+// The CDK stack deploys them (context apiRateLimit, apiBurstLimit) and the twin's API Gateway
+// refuses past them as the deployed stage would.
+const (
+	DefaultAPIRateLimit  = 500
+	DefaultAPIBurstLimit = 1000
+)
+
 // Queue names.
 const (
 	RelayDLQ    = "RelayDLQ"
 	ConsumerDLQ = "ConsumerDLQ"
+	StarterDLQ  = "StarterDLQ"
 )
 
 // SecretEnv names the variable that carries each secret's ARN.
@@ -217,8 +227,10 @@ var (
 	}
 	// seatsOfEvent asks the seats-by-event index whether an event exists.
 	seatsOfEvent = Grant{Actions: []string{"dynamodb:Query"}, Resources: []Resource{index(tables.SeatsTable, tables.SeatsByEvent)}}
-	// rejectAdmission marks the admission of a buyer the claim turned away.
-	rejectAdmission = Grant{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.AdmissionsTable)}}
+	// rejectAdmission checks in the claim's transaction that the buyer was not turned away
+	// already, marks the admission of a buyer the claim turned away and gives back the
+	// customer's hold slot.
+	rejectAdmission = Grant{Actions: []string{"dynamodb:ConditionCheckItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, Resources: []Resource{table(tables.AdmissionsTable)}}
 	// dedupe records a processed event id, conditionally, and marks it done.
 	dedupe = Grant{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Resources: []Resource{table(tables.ProcessedEventsTable)}}
 )
@@ -273,7 +285,8 @@ func Functions() []Function {
 			Name: FnAPI, Description: "Customer API: create, read and cancel reservations",
 			Handler: "bootstrap", MemoryMB: 512, Timeout: 10 * time.Second,
 			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvTablePrefix, config.EnvMaxSeats,
-				config.EnvHoldSeconds, config.EnvStateMachineARN, config.EnvAllowedOrigins, config.EnvAdmissionLeaseSeconds},
+				config.EnvHoldSeconds, config.EnvStateMachineARN, config.EnvAllowedOrigins, config.EnvAdmissionLeaseSeconds,
+				config.EnvMaxActiveReservations},
 			Secrets: []string{StripeSecretKey},
 			Grants: append([]Grant{
 				// The seat map is one batch read; a cancel is a whole-item Put of the reservation
@@ -282,7 +295,7 @@ func Functions() []Function {
 				seatsOfEvent, readReservation,
 				{Actions: []string{"dynamodb:PutItem"}, Resources: []Resource{table(tables.ReservationsTable), table(tables.OutboxTable)}},
 				{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.SeatsTable)}},
-				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Resources: []Resource{table(tables.AdmissionsTable)}},
+				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Resources: []Resource{table(tables.AdmissionsTable)}},
 				{Actions: []string{"states:StartExecution"}, Resources: []Resource{{Kind: StateMachine}}},
 				{Actions: []string{"states:SendTaskFailure"}, Resources: []Resource{{Kind: StateMachine}}},
 			}, platform...),
@@ -324,6 +337,20 @@ func Functions() []Function {
 				dedupe,
 				// Lambda sends an event the consumer failed on to its DLQ, under its role.
 				{Actions: []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}, Resources: []Resource{{Kind: Queue, Name: ConsumerDLQ}}, Platform: true},
+			}, platform...),
+		},
+		{
+			// The starter starts the executions Step Functions throttled at the api: the
+			// Admissions stream carries each queued start to it, and a start it could not make
+			// in time is parked in its DLQ.
+			Name: FnStarter, Description: "Admissions stream to StartExecution: the starts Step Functions throttled",
+			Handler: "bootstrap", MemoryMB: 128, Timeout: 30 * time.Second,
+			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvStateMachineARN},
+			Grants: append([]Grant{
+				{Actions: []string{"states:StartExecution"}, Resources: []Resource{{Kind: StateMachine}}},
+				{Actions: []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, Resources: []Resource{{Kind: TableStream, Name: tables.AdmissionsTable}}, Platform: true},
+				{Actions: []string{"dynamodb:ListStreams"}, Resources: []Resource{{Kind: Any}}, Platform: true},
+				{Actions: []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}, Resources: []Resource{{Kind: Queue, Name: StarterDLQ}}, Platform: true},
 			}, platform...),
 		},
 		{

@@ -69,17 +69,40 @@ func (st *Store) Admit(ctx context.Context, req reservation.AdmissionRequest) (r
 
 func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error) {
 	a := req.Admission
+	// A retry starts from the slot its admission took, so it does not take a second one.
+	first := 0
+	if a.HoldSlot > 0 && a.HoldSlot < req.MaxActive {
+		first = a.HoldSlot
+	}
+	tried := 0
 	for attempt := 1; ; attempt++ {
 		now := st.now()
-		items := st.admissionItems(req, now)
+		slot := (first + tried) % max(req.MaxActive, 1)
+		items := st.admissionItems(req, slot, now)
 		c, err := st.transact(ctx, "admit", items)
 		if err != nil {
 			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
 		}
 		if c == nil {
-			return reservation.AdmitResult{Admitted: true}, nil
+			taken := -1
+			if req.MaxActive > 0 {
+				taken = slot
+			}
+			return reservation.AdmitResult{Admitted: true, HoldSlot: taken}, nil
 		}
 		seatsN := len(a.SeatIDs)
+		// The stored admission decides first: another request under the id is a conflict
+		// whatever its seats look like now.
+		if c.conditionFailed(seatsN) {
+			stored, err := decodeAdmission(c.reasons[seatsN].Item)
+			if err != nil {
+				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
+			}
+			if stored.RequestHash != a.RequestHash {
+				return reservation.AdmitResult{}, &reservation.IdempotencyConflict{ReservationID: a.ReservationID}
+			}
+			return reservation.AdmitResult{Rejected: &stored}, nil
+		}
 		var taken, missing []string
 		for i, id := range a.SeatIDs {
 			if !c.conditionFailed(i) {
@@ -101,26 +124,27 @@ func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (r
 				taken = append(taken, id)
 			}
 		}
-		if c.conditionFailed(seatsN) {
-			stored, err := decodeAdmission(c.reasons[seatsN].Item)
-			if err != nil {
-				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
-			}
-			if stored.RequestHash != a.RequestHash {
-				return reservation.AdmitResult{}, &reservation.IdempotencyConflict{ReservationID: a.ReservationID}
-			}
-			return reservation.AdmitResult{Rejected: &stored}, nil
-		}
 		if len(missing) > 0 {
 			return reservation.AdmitResult{}, &reservation.ValidationError{Problems: []reservation.Problem{{Field: "seatIds", Reason: "unknown seats: " + strings.Join(missing, ", ")}}}
 		}
 		if len(taken) > 0 {
 			return reservation.AdmitResult{}, &reservation.SeatUnavailable{EventID: a.EventID, SeatIDs: taken}
 		}
+		if req.MaxActive > 0 && c.conditionFailed(seatsN+1) {
+			// Another live reservation of the customer has this slot: try the next one. Each
+			// try is a conditional write, so two reservations never share a slot.
+			if tried++; tried >= req.MaxActive {
+				return reservation.AdmitResult{}, &reservation.HoldLimit{CustomerID: a.CustomerID, Limit: req.MaxActive}
+			}
+			continue
+		}
 		if !c.transient() {
 			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s cancelled: %s", a.ReservationID, c.describe())
 		}
 		if attempt >= st.maxAttempts {
+			if c.any(codeThrottling, codeProvisioned) {
+				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w after %d attempts (%s)", a.ReservationID, ErrThrottled, attempt, c.describe())
+			}
 			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w after %d attempts (%s)", a.ReservationID, ErrTooManyConflicts, attempt, c.describe())
 		}
 		if err := backoff(ctx, attempt); err != nil {
@@ -129,10 +153,11 @@ func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (r
 	}
 }
 
-// admissionItems are the gate's transaction: a lease per seat, then the admission record.
-func (st *Store) admissionItems(req reservation.AdmissionRequest, now time.Time) []types.TransactWriteItem {
+// admissionItems are the gate's transaction: a lease per seat, the admission record, and under
+// a cap the customer's hold slot.
+func (st *Store) admissionItems(req reservation.AdmissionRequest, slot int, now time.Time) []types.TransactWriteItem {
 	a := req.Admission
-	items := make([]types.TransactWriteItem, 0, len(a.SeatIDs)+1)
+	items := make([]types.TransactWriteItem, 0, len(a.SeatIDs)+2)
 	for _, id := range a.SeatIDs {
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:           aws.String(st.seats),
@@ -153,7 +178,11 @@ func (st *Store) admissionItems(req reservation.AdmissionRequest, now time.Time)
 	}
 	a.State = reservation.Admitted
 	a.AdmittedAt = now
-	return append(items, types.TransactWriteItem{Put: &types.Put{
+	a.HoldSlot = -1
+	if req.MaxActive > 0 {
+		a.HoldSlot = slot
+	}
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(st.admissions),
 		Item:      admissionItem(a),
 		// A retry of the same request may pass again while the saga has not turned it away.
@@ -164,6 +193,58 @@ func (st *Store) admissionItems(req reservation.AdmissionRequest, now time.Time)
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
+	if req.MaxActive <= 0 {
+		return items
+	}
+	return append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(st.admissions),
+		Item: map[string]types.AttributeValue{
+			tables.AttrReservationID: s(reservation.HoldSlotKey(a.CustomerID, slot)),
+			attrSlotHolder:           s(a.ReservationID),
+			attrSlotUntil:            s(FormatTime(req.SlotUntil)),
+			tables.AttrExpiresAtTTL:  &types.AttributeValueMemberN{Value: strconv.FormatInt(req.SlotUntil.Add(24*time.Hour).Unix(), 10)},
+		},
+		// A slot is free when no one has it, its holder's hold has ended, or it is this
+		// reservation's own (a retry).
+		ConditionExpression:      aws.String("attribute_not_exists(#id) OR #until <= :now OR #holder = :rid"),
+		ExpressionAttributeNames: map[string]string{"#id": tables.AttrReservationID, "#until": attrSlotUntil, "#holder": attrSlotHolder},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": s(FormatTime(now)), ":rid": s(a.ReservationID),
+		},
+	}})
+}
+
+// Hold slot attributes: the reservation holding the slot, and the latest its hold can end.
+const (
+	attrSlotHolder = "holder"
+	attrSlotUntil  = "until"
+	attrHoldSlot   = "holdSlot"
+)
+
+// GiveBackHoldSlot frees the customer's hold slot that reservationID took, if it still has
+// it: a reservation whose hold ended gives its place under the cap back at once instead of when
+// the slot's time runs out.
+func (st *Store) GiveBackHoldSlot(ctx context.Context, customerID, reservationID string, slot int) error {
+	if slot < 0 {
+		return nil
+	}
+	_, err := st.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(st.admissions),
+		Key:                       reservationKeyAV(reservation.HoldSlotKey(customerID, slot)),
+		ConditionExpression:       aws.String("#holder = :rid"),
+		ExpressionAttributeNames:  map[string]string{"#holder": attrSlotHolder},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":rid": s(reservationID)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		// Another reservation has the slot already: this one's time in it had run out.
+		return nil
+	}
+	if err != nil {
+		st.countAPIError("give_back_hold_slot", err)
+		return fmt.Errorf("inventory: give back hold slot %d of %s: %w", slot, reservationID, err)
+	}
+	return nil
 }
 
 // admissionCondition is the gate's condition on each seat; a test may drop its lease clause to
@@ -173,6 +254,67 @@ func (st *Store) admissionCondition() string {
 		return claimableSeat
 	}
 	return claimableSeat + " AND " + leaseFree
+}
+
+// QueueStart records on an admission the input of the execution Step Functions would not start
+// at once; the Admissions stream carries it to the starter (internal/starter). Only an admission
+// the saga has not turned away is queued. In the same transaction the admission's seat leases
+// are extended to leaseUntil (and its hold slot, after, to slotUntil), so the queued winner keeps the seats it was let
+// through for while it waits its turn; a lease another buyer took meanwhile is left alone and
+// the claim decides.
+func (st *Store) QueueStart(ctx context.Context, a reservation.Admission, input string, leaseUntil, slotUntil time.Time) error {
+	now := st.now()
+	items := []types.TransactWriteItem{{Update: &types.Update{
+		TableName:           aws.String(st.admissions),
+		Key:                 reservationKeyAV(a.ReservationID),
+		ConditionExpression: aws.String("attribute_exists(#id) AND #as = :admitted"),
+		UpdateExpression:    aws.String("SET #q = :true, #in = :input, #qat = :now"),
+		ExpressionAttributeNames: map[string]string{
+			"#id": tables.AttrReservationID, "#as": tables.AttrAdmissionState, "#q": tables.AttrStartQueued, "#in": tables.AttrStartInput,
+			"#qat": tables.AttrStartQueuedAt,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":admitted": s(string(reservation.Admitted)), ":true": &types.AttributeValueMemberBOOL{Value: true}, ":input": s(input),
+			":now": s(FormatTime(now)),
+		},
+	}}}
+	for _, id := range a.SeatIDs {
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(st.seats), Key: seatKeyAV(a.EventID, id),
+			// Only a lease still this reservation's: attribute_exists keeps the update from
+			// creating a seat, and a seat claimed meanwhile has no lease any more.
+			ConditionExpression:       aws.String("attribute_exists(seatKey) AND #lb = :rid"),
+			UpdateExpression:          aws.String("SET #lu = :until"),
+			ExpressionAttributeNames:  map[string]string{"#lb": tables.AttrAdmittedBy, "#lu": tables.AttrAdmittedUntil},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":rid": s(a.ReservationID), ":until": s(FormatTime(leaseUntil))},
+		}})
+	}
+	c, err := st.transact(ctx, "queue_start", items)
+	if err == nil && c != nil && !c.conditionFailed(0) && c.any(codeCondition) {
+		// A lease lapsed and moved on, or the claim already ended it: queue the start alone.
+		c, err = st.transact(ctx, "queue_start", items[:1])
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("inventory: queue the start of %s: %w", a.ReservationID, err)
+	case c != nil && c.any(codeThrottling, codeProvisioned):
+		return fmt.Errorf("inventory: queue the start of %s: %w (%s)", a.ReservationID, ErrThrottled, c.describe())
+	case c != nil:
+		return fmt.Errorf("inventory: queue the start of %s cancelled: %s", a.ReservationID, c.describe())
+	}
+	if a.HoldSlot >= 0 {
+		// The slot must outlast the wait too; if another reservation has it by now the wait
+		// does not count against the cap, which errs towards the buyer.
+		_, _ = st.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(st.admissions),
+			Key:                       reservationKeyAV(reservation.HoldSlotKey(a.CustomerID, a.HoldSlot)),
+			ConditionExpression:       aws.String("#holder = :rid"),
+			UpdateExpression:          aws.String("SET #until = :until"),
+			ExpressionAttributeNames:  map[string]string{"#holder": attrSlotHolder, "#until": attrSlotUntil},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":rid": s(a.ReservationID), ":until": s(FormatTime(slotUntil))},
+		})
+	}
+	return nil
 }
 
 // GetAdmission reads a reservation's admission record (strongly consistent); ok is false when
@@ -196,7 +338,8 @@ func (st *Store) GetAdmission(ctx context.Context, reservationID string) (a rese
 // status reads say REJECTED without asking Step Functions. A reservation the gate never
 // admitted (a saga started some other way) has nothing to record.
 func (st *Store) RejectAdmission(ctx context.Context, reservationID string) error {
-	_, err := st.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := st.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		ReturnValues:             types.ReturnValueAllNew,
 		TableName:                aws.String(st.admissions),
 		Key:                      reservationKeyAV(reservationID),
 		ConditionExpression:      aws.String("attribute_exists(#id)"),
@@ -215,7 +358,12 @@ func (st *Store) RejectAdmission(ctx context.Context, reservationID string) erro
 		return fmt.Errorf("inventory: reject admission %s: %w", reservationID, err)
 	}
 	st.log.LogAttrs(ctx, slog.LevelInfo, "admission rejected", slog.String("reservationId", reservationID))
-	return nil
+	a, err := decodeAdmission(out.Attributes)
+	if err != nil {
+		return fmt.Errorf("inventory: reject admission %s: %w", reservationID, err)
+	}
+	// Nothing was held: the customer's place under the cap is free again.
+	return st.GiveBackHoldSlot(ctx, a.CustomerID, reservationID, a.HoldSlot)
 }
 
 func admissionItem(a reservation.Admission) map[string]types.AttributeValue {
@@ -233,6 +381,7 @@ func admissionItem(a reservation.Admission) map[string]types.AttributeValue {
 		attrRequestHash:           s(a.RequestHash),
 		tables.AttrAdmissionState: s(string(a.State)),
 		tables.AttrAdmittedAt:     s(FormatTime(a.AdmittedAt)),
+		attrHoldSlot:              n(int64(a.HoldSlot)),
 		tables.AttrExpiresAtTTL:   &types.AttributeValueMemberN{Value: strconv.FormatInt(a.AdmittedAt.Add(AdmissionRetention).Unix(), 10)},
 	}
 }
@@ -248,6 +397,11 @@ func decodeAdmission(item map[string]types.AttributeValue) (reservation.Admissio
 		RequestHash:   ir.str(attrRequestHash),
 		State:         reservation.AdmissionState(ir.str(tables.AttrAdmissionState)),
 		AdmittedAt:    ir.time(tables.AttrAdmittedAt),
+		HoldSlot:      -1,
+	}
+	a.StartQueued = ir.flag(tables.AttrStartQueued)
+	if _, ok := item[attrHoldSlot]; ok {
+		a.HoldSlot = int(ir.num(attrHoldSlot))
 	}
 	if l, ok := item[attrSeatIDs].(*types.AttributeValueMemberL); ok {
 		for _, v := range l.Value {

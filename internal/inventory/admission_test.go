@@ -15,6 +15,16 @@ import (
 
 const lease = 10 * time.Second
 
+// newAdmissionFixture is a fixture whose clock starts now: DynamoDB Local deletes items whose
+// TTL has passed on the wall clock, so an admission or hold slot stamped on a clock in the past
+// would be collected while the test still relies on it (TTL is only garbage collection; on
+// AWS the clock is the wall clock).
+func newAdmissionFixture(t *testing.T) *fixture {
+	f := newFixture(t)
+	f.clock.Set(time.Now().UTC().Truncate(time.Second))
+	return f
+}
+
 func (f *fixture) admission(id string, seats ...string) reservation.AdmissionRequest {
 	req := request(id, "ev", seats...)
 	return reservation.AdmissionRequest{
@@ -57,7 +67,7 @@ func admitAll(t *testing.T, st *inventory.Store, f *fixture, n int, seat string)
 
 // Twenty buyers for one seat at once: the gate's conditional write lets exactly one through.
 func TestTheGateLetsOneBuyerThroughPerSeat(t *testing.T) {
-	f := newFixture(t)
+	f := newAdmissionFixture(t)
 	f.seats(t, "ev", "A1")
 	if got := admitAll(t, f.store, f, 20, "A1"); len(got) != 1 {
 		t.Fatalf("%d buyers let through for one seat, want 1: %v", len(got), got)
@@ -70,7 +80,7 @@ func TestTheGateLetsOneBuyerThroughPerSeat(t *testing.T) {
 // The control: the same race with the lease clause dropped from the gate's condition lets
 // several buyers through, so the clause is what turns them away.
 func TestWithoutTheLeaseClauseTheGateLetsSeveralThrough(t *testing.T) {
-	f := newFixture(t)
+	f := newAdmissionFixture(t)
 	f.seats(t, "ev", "A1")
 	st := inventory.WithoutAdmissionLease(f.store)
 	if got := admitAll(t, st, f, 20, "A1"); len(got) < 2 {
@@ -81,7 +91,7 @@ func TestWithoutTheLeaseClauseTheGateLetsSeveralThrough(t *testing.T) {
 // The claim honours a live lease: another reservation's claim is refused while it lasts, the
 // leaseholder's own claim succeeds and ends the lease, and a lease nobody claimed lapses.
 func TestTheClaimHonoursTheGatesLease(t *testing.T) {
-	f := newFixture(t)
+	f := newAdmissionFixture(t)
 	ctx := context.Background()
 	f.seats(t, "ev", "A1", "A2")
 	if res, err := f.store.Admit(ctx, f.admission("r-alice", "A1")); err != nil || !res.Admitted {
@@ -113,7 +123,7 @@ func TestTheClaimHonoursTheGatesLease(t *testing.T) {
 // held reservation once claimed, and a claim that turned the buyer away is recorded so the
 // replay reads REJECTED; another request under the same id is a conflict.
 func TestTheGateAnswersReplaysFromItsRecords(t *testing.T) {
-	f := newFixture(t)
+	f := newAdmissionFixture(t)
 	ctx := context.Background()
 	f.seats(t, "ev", "A1", "A2")
 	alice := f.admission("r-alice", "A1")
@@ -149,4 +159,178 @@ func TestTheGateAnswersReplaysFromItsRecords(t *testing.T) {
 	if res, err := f.store.Admit(ctx, bob); err != nil || res.Rejected == nil || res.Rejected.State != reservation.AdmissionRejected {
 		t.Fatalf("bob's replay: %+v %v", res, err)
 	}
+}
+
+func capped(req reservation.AdmissionRequest, customer string, until time.Time) reservation.AdmissionRequest {
+	req.Admission.CustomerID = customer
+	req.MaxActive, req.SlotUntil = 2, until
+	return req
+}
+
+// Ten reservations of one customer at the gate at once, for ten free seats: the cap of two
+// lets exactly two through, however they interleave; the rest are refused HoldLimit.
+func TestTheCapLetsACustomerHoldAtMostItsReservationsAtOnce(t *testing.T) {
+	f := newAdmissionFixture(t)
+	ctx := context.Background()
+	seats := []string{"S0", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9"}
+	f.seats(t, "ev", seats...)
+	until := f.clock.Now().Add(time.Hour)
+	var (
+		mu              sync.Mutex
+		admitted, limit int
+		wg              sync.WaitGroup
+	)
+	for i, seat := range seats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.store.Admit(ctx, capped(f.admission(fmt.Sprintf("r-%d", i), seat), "hoarder", until))
+			var hl *reservation.HoldLimit
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				admitted++
+			case errors.As(err, &hl) && hl.Limit == 2:
+				limit++
+			default:
+				t.Errorf("reservation %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted != 2 || limit != 8 {
+		t.Fatalf("%d admitted and %d refused at the cap, want 2 and 8", admitted, limit)
+	}
+}
+
+// A place under the cap comes back when the claim turns the buyer away, when a hold gives it
+// back, and when its time runs out; a retry of an admitted request keeps its own place.
+func TestAPlaceUnderTheCapComesBack(t *testing.T) {
+	f := newAdmissionFixture(t)
+	ctx := context.Background()
+	f.seats(t, "ev", "A1", "A2", "A3", "A4", "A5")
+	until := f.clock.Now().Add(time.Hour)
+	admit := func(id, seat string) error {
+		_, err := f.store.Admit(ctx, capped(f.admission(id, seat), "cust", until))
+		return err
+	}
+	var hl *reservation.HoldLimit
+	for _, id := range []string{"r-1", "r-2"} {
+		if err := admit(id, map[string]string{"r-1": "A1", "r-2": "A2"}[id]); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	if err := admit("r-2", "A2"); err != nil {
+		t.Fatalf("a retry of r-2 at the cap: %v, want its own place", err)
+	}
+	if err := admit("r-3", "A3"); !errors.As(err, &hl) {
+		t.Fatalf("r-3 at the cap: %v, want HoldLimit", err)
+	}
+
+	// r-1 loses its seat in the claim: its place is free.
+	f.clock.Advance(lease)
+	must[reservation.Reservation](t)(f.store.Claim(ctx, request("r-other", "ev", "A1")))
+	var su *reservation.SeatUnavailable
+	claim := request("r-1", "ev", "A1")
+	claim.CustomerID = "cust"
+	if _, err := f.store.Claim(ctx, claim); !errors.As(err, &su) {
+		t.Fatalf("r-1's claim: %v, want SeatUnavailable", err)
+	}
+	if err := admit("r-3", "A3"); err != nil {
+		t.Fatalf("r-3 after r-1 was turned away: %v", err)
+	}
+
+	// r-2's hold ends and gives its place back.
+	a, _, err := f.store.GetAdmission(ctx, "r-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.GiveBackHoldSlot(ctx, "cust", "r-2", a.HoldSlot); err != nil {
+		t.Fatal(err)
+	}
+	if err := admit("r-4", "A4"); err != nil {
+		t.Fatalf("r-4 after r-2 gave its place back: %v", err)
+	}
+	if err := admit("r-5", "A5"); !errors.As(err, &hl) {
+		t.Fatalf("r-5 at the cap again: %v, want HoldLimit", err)
+	}
+	// Giving back a place another reservation has taken since changes nothing.
+	if err := f.store.GiveBackHoldSlot(ctx, "cust", "r-2", a.HoldSlot); err != nil {
+		t.Fatal(err)
+	}
+	if err := admit("r-5", "A5"); !errors.As(err, &hl) {
+		t.Fatalf("r-5 after a stale give-back: %v, want HoldLimit", err)
+	}
+	// Once the places' time is over, they are free.
+	f.clock.Set(until)
+	if err := admit("r-5", "A5"); err != nil {
+		t.Fatalf("r-5 after the places' time: %v", err)
+	}
+}
+
+// Interleavings an attacker or a flaky network produce at the gate and the claim.
+func TestTheGateAndTheClaimKeepTheirAnswersUnderRetries(t *testing.T) {
+	ctx := context.Background()
+	var su *reservation.SeatUnavailable
+	var ic *reservation.IdempotencyConflict
+
+	t.Run("a claim retried after it turned the buyer away holds nothing, even once the seats are free", func(t *testing.T) {
+		f := newAdmissionFixture(t)
+		f.seats(t, "ev", "A1")
+		must[reservation.AdmitResult](t)(f.store.Admit(ctx, f.admission("r-bob", "A1")))
+		// Bob's start is slow: his lease lapses and alice passes the gate; bob's claim loses
+		// to her live lease, and bob is told REJECTED.
+		f.clock.Advance(lease)
+		must[reservation.AdmitResult](t)(f.store.Admit(ctx, f.admission("r-alice", "A1")))
+		if _, err := f.store.Claim(ctx, request("r-bob", "ev", "A1")); !errors.As(err, &su) {
+			t.Fatalf("bob's claim against alice's lease: %v", err)
+		}
+		if a, _, _ := f.store.GetAdmission(ctx, "r-bob"); a.State != reservation.AdmissionRejected {
+			t.Fatalf("bob's admission %+v", a)
+		}
+		// The seat is free again later; bob's claim is retried by the state machine.
+		f.clock.Advance(lease)
+		if _, err := f.store.Claim(ctx, request("r-bob", "ev", "A1")); !errors.As(err, &su) {
+			t.Fatalf("bob's retried claim after REJECTED: %v, want SeatUnavailable", err)
+		}
+		if s := f.seat(t, "ev", "A1"); s.State != reservation.Available {
+			t.Fatalf("seat after the refused retry %+v", s)
+		}
+	})
+
+	t.Run("another request under a claimed reservation's id is a conflict, not the held reservation", func(t *testing.T) {
+		f := newAdmissionFixture(t)
+		f.seats(t, "ev", "A1")
+		must[reservation.AdmitResult](t)(f.store.Admit(ctx, f.admission("r-alice", "A1")))
+		must[reservation.Reservation](t)(f.store.Claim(ctx, request("r-alice", "ev", "A1")))
+		other := f.admission("r-alice", "A1")
+		other.Admission.RequestHash = "another request"
+		if _, err := f.store.Admit(ctx, other); !errors.As(err, &ic) {
+			t.Fatalf("another request under alice's id after her claim: %v, want IdempotencyConflict", err)
+		}
+	})
+
+	t.Run("a queued start keeps its seats leased while it waits", func(t *testing.T) {
+		f := newAdmissionFixture(t)
+		f.seats(t, "ev", "A1", "A2")
+		req := f.admission("r-alice", "A1", "A2")
+		must[reservation.AdmitResult](t)(f.store.Admit(ctx, req))
+		a, _, err := f.store.GetAdmission(ctx, "r-alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.QueueStart(ctx, a, `{"reservationId":"r-alice"}`, f.clock.Now().Add(time.Hour), f.clock.Now().Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(10 * lease)
+		if _, err := f.store.Admit(ctx, f.admission("r-bob", "A2")); !errors.As(err, &su) {
+			t.Fatalf("bob for a queued winner's seat: %v, want SeatUnavailable", err)
+		}
+		if q, _, _ := f.store.GetAdmission(ctx, "r-alice"); !q.StartQueued {
+			t.Fatalf("alice's admission %+v is not queued", q)
+		}
+		// Once claimed, the lease is gone and the seats are the claim's.
+		must[reservation.Reservation](t)(f.store.Claim(ctx, request("r-alice", "ev", "A1", "A2")))
+	})
 }

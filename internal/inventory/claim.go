@@ -98,6 +98,11 @@ func (st *Store) claim(ctx context.Context, req reservation.ClaimRequest) (Claim
 		if c.conditionFailed(seatsN) || c.conditionFailed(seatsN+1) {
 			return st.replay(ctx, req, attempt)
 		}
+		if c.conditionFailed(seatsN + 2) {
+			// An earlier attempt turned the buyer away and said so: that answer is final, even
+			// if the seats are free by now.
+			return ClaimResult{}, &reservation.SeatUnavailable{EventID: r.EventID, SeatIDs: r.SeatIDs}
+		}
 		var failed []string
 		var missing []string
 		for i, id := range r.SeatIDs {
@@ -172,7 +177,15 @@ func (st *Store) claimItems(r reservation.Reservation) ([]types.TransactWriteIte
 	if err != nil {
 		return nil, err
 	}
-	return append(items, ob), nil
+	// A buyer whose admission says REJECTED was told so: no later attempt may hold seats for
+	// them. A claim the gate never admitted (a saga started another way) has no admission.
+	return append(items, ob, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                 aws.String(st.admissions),
+		Key:                       reservationKeyAV(r.ID),
+		ConditionExpression:       aws.String("attribute_not_exists(#id) OR #as = :admitted"),
+		ExpressionAttributeNames:  map[string]string{"#id": tables.AttrReservationID, "#as": tables.AttrAdmissionState},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":admitted": s(string(reservation.Admitted))},
+	}}), nil
 }
 
 // replay answers a claim whose reservation id exists: the same request gets the stored

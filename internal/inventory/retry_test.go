@@ -50,6 +50,10 @@ func (d *scriptedDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...f
 	return nil, errors.New("unexpected UpdateItem")
 }
 
+func (d *scriptedDB) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, errors.New("unexpected DeleteItem")
+}
+
 func (d *scriptedDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return nil, errors.New("unexpected Query")
 }

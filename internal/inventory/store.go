@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,6 +30,7 @@ type DynamoDB interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -72,6 +74,57 @@ type Store struct {
 	// gateWithoutLease drops the lease clause from the admission gate's condition: only the
 	// control test sets it, to show the clause is what turns a second buyer away.
 	gateWithoutLease bool
+
+	// mem is what this store last read or wrote of each reservation (a pointer, so copies of
+	// the Store share it).
+	mem *memory
+}
+
+// memory keeps, per reservation, the item this store last read or wrote with its write
+// revision, so that a change following a read decides on that read instead of reading the
+// item a second time. It is safe because every change is fenced by the revision it decided
+// on: if anyone wrote the item since (another function, another container, a detail-only
+// update that keeps the version), the transaction's condition fails and the change reads the
+// item and decides again, as it does after losing any race. Only a write may rest on a
+// remembered item: a change whose decision on it writes nothing (a refusal, nothing to do)
+// reads the item and decides again, so every answer without a write comes from a strong read.
+type memory struct {
+	mu    sync.Mutex
+	items map[string]remembered
+}
+
+type remembered struct {
+	r   reservation.Reservation
+	rev int64
+}
+
+// memoryLimit bounds the remembered items. A function works on one reservation at a time, so
+// any bound works; this one keeps a container that served a whole sale small.
+const memoryLimit = 1024
+
+func (m *memory) remember(r reservation.Reservation, rev int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.items[r.ID]; !ok && len(m.items) >= memoryLimit {
+		for id := range m.items {
+			delete(m.items, id)
+			break
+		}
+	}
+	m.items[r.ID] = remembered{r: r, rev: rev}
+}
+
+func (m *memory) recall(id string) (remembered, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it, ok := m.items[id]
+	return it, ok
+}
+
+func (m *memory) forget(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.items, id)
 }
 
 // New checks cfg and returns a Store.
@@ -83,7 +136,8 @@ func New(cfg Config) (*Store, error) {
 		return nil, errors.New("inventory: Config.Now is required")
 	}
 	st := &Store{db: cfg.Client, names: cfg.Names, now: cfg.Now, metrics: cfg.Metrics, log: cfg.Logger,
-		limits: cfg.Limits, maxAttempts: cfg.MaxAttempts, retention: cfg.OutboxRetention}
+		limits: cfg.Limits, maxAttempts: cfg.MaxAttempts, retention: cfg.OutboxRetention,
+		mem: &memory{items: map[string]remembered{}}}
 	if st.metrics == nil {
 		st.metrics = metrics.Discard{}
 	}
@@ -120,7 +174,7 @@ func (st *Store) Get(ctx context.Context, id string) (reservation.Reservation, e
 	return r, err
 }
 
-// get also returns the item's write revision.
+// get also returns the item's write revision, and remembers both for the next change.
 func (st *Store) get(ctx context.Context, id string) (reservation.Reservation, int64, error) {
 	out, err := st.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(st.reservations), Key: reservationKeyAV(id), ConsistentRead: aws.Bool(true),
@@ -134,7 +188,11 @@ func (st *Store) get(ctx context.Context, id string) (reservation.Reservation, i
 	}
 	r, err := DecodeReservation(out.Item)
 	ir := &itemReader{item: out.Item}
-	return r, ir.num(attrRevision), err
+	rev := ir.num(attrRevision)
+	if err == nil {
+		st.mem.remember(r, rev)
+	}
+	return r, rev, err
 }
 
 // GetSeat reads one seat (strongly consistent); ok is false when the seat does not exist.
@@ -449,6 +507,10 @@ func backoff(ctx context.Context, attempt int) error {
 // ErrTooManyConflicts is returned (wrapped) when a transaction kept meeting conflicts or
 // throttling through every attempt; the caller may retry later.
 var ErrTooManyConflicts = errors.New("transaction kept conflicting")
+
+// ErrThrottled is returned (wrapped) when DynamoDB kept throttling a transaction through every
+// attempt: the caller should slow down and retry.
+var ErrThrottled = errors.New("DynamoDB kept throttling the transaction")
 
 // outboxPut is the record of a change that left r as it is, put only if its id is new.
 func (st *Store) outboxPut(t outbox.Type, r reservation.Reservation, reason string, notify bool) (types.TransactWriteItem, error) {

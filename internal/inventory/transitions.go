@@ -80,6 +80,10 @@ type change struct {
 	id string
 	// decide applies the domain's rules to the stored reservation at now.
 	decide func(cur reservation.Reservation, now time.Time) (write, error)
+	// with, when set, gives the conditional writes on other tables made in the same
+	// transaction, after the change's own items, for the reservation the attempt would write:
+	// they land with the change or not at all, and are decided anew with every attempt.
+	with func(next reservation.Reservation) []types.TransactWriteItem
 }
 
 func notOwnerOfSeats(r reservation.Reservation, seats []string) error {
@@ -183,11 +187,32 @@ func (st *Store) Reacquire(ctx context.Context, id string, g reservation.Guard) 
 // record, so it does not invalidate guards other steps hold. A capture request is refused
 // in the write condition once the customer cancelled.
 func (st *Store) UpdatePayment(ctx context.Context, u reservation.PaymentUpdate) (reservation.Reservation, error) {
+	return st.updatePayment(ctx, u, nil)
+}
+
+// UpdatePaymentWith performs u as UpdatePayment does and, when with asks for one given the
+// reservation the update would write, makes a conditional write on another table in the same
+// transaction: it lands only with the update and the update only with it (the webhook takes
+// its right to report the payment event it records this way). with is asked again for every
+// attempt, so the write always matches the reservation it lands with. When that write's
+// condition fails while the reservation is as read, nothing is written and the error is a
+// *CompanionRefused; every other error is UpdatePayment's.
+func (st *Store) UpdatePaymentWith(ctx context.Context, u reservation.PaymentUpdate,
+	with func(next reservation.Reservation) (types.TransactWriteItem, bool)) (reservation.Reservation, error) {
+	return st.updatePayment(ctx, u, func(next reservation.Reservation) []types.TransactWriteItem {
+		if item, ok := with(next); ok {
+			return []types.TransactWriteItem{item}
+		}
+		return nil
+	})
+}
+
+func (st *Store) updatePayment(ctx context.Context, u reservation.PaymentUpdate, with func(reservation.Reservation) []types.TransactWriteItem) (reservation.Reservation, error) {
 	op := "update_payment"
 	if u.Event == "" {
 		op = "update_details"
 	}
-	return st.run(ctx, change{op: op, id: u.ReservationID, decide: func(cur reservation.Reservation, now time.Time) (write, error) {
+	return st.run(ctx, change{op: op, id: u.ReservationID, with: with, decide: func(cur reservation.Reservation, now time.Time) (write, error) {
 		next, err := cur.ApplyUpdate(u, now)
 		if err != nil {
 			return write{}, err
@@ -226,18 +251,28 @@ func (st *Store) Cancel(ctx context.Context, id string, g reservation.Guard) (re
 }
 
 // run reads the reservation, lets the domain decide, then writes the change in one
-// transaction fenced by the version and revision read. A decision that changes nothing writes
-// nothing. When the transaction is cancelled it rereads: the domain then names what changed
-// (stale version, expired hold, ...); seats that failed their own conditions become the
-// plan's error; conflicts are retried with jitter.
+// transaction fenced by the version and revision read. The first decision rests on the item
+// this store last read or wrote, when it remembers one (memory): the fence makes that as safe
+// as a fresh read, and an answer without a write is only ever given from a fresh read. A
+// decision that changes nothing writes nothing. When the transaction is cancelled it rereads:
+// the domain then names what changed (stale version, expired hold, ...); seats that failed
+// their own conditions become the plan's error; conflicts are retried with jitter.
 func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, error) {
+	recall := true
 	for attempt := 1; ; attempt++ {
-		cur, rev, err := st.get(ctx, ch.id)
+		cur, rev, fromMemory, err := st.current(ctx, ch.id, recall)
+		recall = false
 		if err != nil {
 			return reservation.Reservation{}, err
 		}
 		now := st.now().UTC()
 		w, err := ch.decide(cur, now)
+		if fromMemory && (err != nil || w.unchanged) {
+			// The remembered item may be older than the stored one: read it and decide again,
+			// without counting an attempt, since nothing was tried.
+			attempt--
+			continue
+		}
 		if err != nil {
 			return cur, err
 		}
@@ -252,8 +287,14 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 		if err != nil {
 			return cur, err
 		}
+		var with []types.TransactWriteItem
+		if ch.with != nil {
+			with = ch.with(w.next)
+			items = append(items, with...)
+		}
 		c, err := st.transact(ctx, ch.op, items)
 		if err != nil {
+			st.mem.forget(ch.id)
 			return cur, fmt.Errorf("inventory: %s %s: %w", ch.op, ch.id, err)
 		}
 		if c == nil {
@@ -261,7 +302,7 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 				slog.String("reservationId", next.ID), slog.Int64("version", next.Version),
 				slog.String("inventoryState", string(next.Inventory)), slog.String("paymentState", string(next.Payment)),
 				slog.String("correlationId", next.CorrelationID))
-			return next, nil
+			return st.written(items[0].Put.Item, next, rev+1), nil
 		}
 		var failedSeats []string
 		for i, sid := range seatIDs {
@@ -276,6 +317,9 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 			// tells the caller how, or finds which seats are still ours.
 		case len(failedSeats) > 0:
 			return cur, w.seats.failure(cur, failedSeats)
+		case len(with) > 0 && c.conditionFailed(len(items)-len(with)):
+			// The reservation was as read; only the write made alongside refused.
+			return cur, &CompanionRefused{Op: ch.op, ReservationID: ch.id, Item: c.reasons[len(items)-len(with)].Item}
 		case !c.transient():
 			return cur, fmt.Errorf("inventory: %s %s cancelled: %s", ch.op, ch.id, c.describe())
 		}
@@ -289,6 +333,46 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 		}
 	}
 }
+
+// current is the reservation a change decides on, with its revision: the remembered item when
+// recall allows it and there is one, otherwise a strong read.
+func (st *Store) current(ctx context.Context, id string, recall bool) (reservation.Reservation, int64, bool, error) {
+	if recall {
+		if it, ok := st.mem.recall(id); ok {
+			return it.r, it.rev, true, nil
+		}
+	}
+	r, rev, err := st.get(ctx, id)
+	return r, rev, false, err
+}
+
+// written is the reservation a successful change left, as a read of item would return it
+// (the index attributes decoded as stored), and remembers it at revision rev. next, the
+// domain's own result, stands in if the item cannot be decoded, and is then not remembered.
+func (st *Store) written(item map[string]types.AttributeValue, next reservation.Reservation, rev int64) reservation.Reservation {
+	stored, err := DecodeReservation(item)
+	if err != nil {
+		st.mem.forget(next.ID)
+		return next
+	}
+	st.mem.remember(stored, rev)
+	return stored
+}
+
+// CompanionRefused says that the write a change made alongside (UpdatePaymentWith) refused its
+// condition while the reservation was as read: nothing was written. Item is that write's item
+// as stored, when its Put or Update asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD).
+type CompanionRefused struct {
+	Op, ReservationID string
+	Item              map[string]types.AttributeValue
+}
+
+func (e *CompanionRefused) Error() string {
+	return fmt.Sprintf("inventory: %s %s: the write made alongside refused its condition; nothing was written", e.Op, e.ReservationID)
+}
+
+// RefusedItem is the refused write's item as stored (nil when not returned).
+func (e *CompanionRefused) RefusedItem() map[string]types.AttributeValue { return e.Item }
 
 func (st *Store) changeItems(ctx context.Context, op string, w write, cur reservation.Reservation, rev int64, now time.Time) ([]types.TransactWriteItem, []string, error) {
 	nowS := FormatTime(now)

@@ -132,6 +132,9 @@ type StreamReader struct {
 	// A zero answer keeps the stream's ApproximateCreationDateTime. The records the function
 	// receives carry the time it gives, in whole seconds as DynamoDB Streams has them.
 	RecordTime func(rec events.DynamoDBEventRecord) time.Time
+	// Filter, when set, is the mapping's event filter: only the records it keeps are invoked
+	// (FilterCriteria); the others are finished as read.
+	Filter func(rec events.DynamoDBEventRecord) bool
 	// Now is the mapping's clock for record ages (time.Now when nil).
 	Now func() time.Time
 	// PollInterval is the pause between polls in Run (250 ms when zero).
@@ -304,22 +307,43 @@ func (s *StreamReader) fetch(ctx context.Context, id string, sh *shardState) (bo
 	if limit <= 0 {
 		limit = 100
 	}
-	out, err := s.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(sh.iterator), Limit: aws.Int32(limit)})
-	if err != nil {
-		// An expired or trimmed iterator is replaced from the last record fetched next time.
-		sh.iterator = ""
-		return false, fmt.Errorf("relay: get records from %s: %w", id, err)
+	var ev events.DynamoDBEvent
+	for {
+		out, err := s.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(sh.iterator), Limit: aws.Int32(limit)})
+		if err != nil {
+			// An expired or trimmed iterator is replaced from the last record fetched next time.
+			sh.iterator = ""
+			return false, fmt.Errorf("relay: get records from %s: %w", id, err)
+		}
+		if out.NextShardIterator == nil {
+			sh.drained, sh.iterator = true, ""
+		} else {
+			sh.iterator = aws.ToString(out.NextShardIterator)
+		}
+		if len(out.Records) == 0 {
+			sh.closed = sh.drained
+			return false, nil
+		}
+		ev = ToLambdaEvent(out.Records)
+		sh.lastSeq = ev.Records[len(ev.Records)-1].Change.SequenceNumber
+		if s.Filter != nil {
+			// Records the mapping's filter drops are finished without an invocation, as
+			// Lambda's event filtering does, and the mapping reads on at once: a stream of
+			// mostly unwanted records must not read as lag.
+			ev.Records = slices.DeleteFunc(ev.Records, func(r events.DynamoDBEventRecord) bool { return !s.Filter(r) })
+		}
+		if len(ev.Records) > 0 {
+			break
+		}
+		sh.checkpoint = sh.lastSeq
+		if sh.drained {
+			sh.closed = true
+			return false, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 	}
-	if out.NextShardIterator == nil {
-		sh.drained, sh.iterator = true, ""
-	} else {
-		sh.iterator = aws.ToString(out.NextShardIterator)
-	}
-	if len(out.Records) == 0 {
-		sh.closed = sh.drained
-		return false, nil
-	}
-	ev := ToLambdaEvent(out.Records)
 	sh.arrived = make([]time.Time, len(ev.Records))
 	for i := range ev.Records {
 		rec := &ev.Records[i]
@@ -335,7 +359,6 @@ func (s *StreamReader) fetch(ctx context.Context, id string, sh *shardState) (bo
 		}
 	}
 	sh.batch = ev.Records
-	sh.lastSeq = ev.Records[len(ev.Records)-1].Change.SequenceNumber
 	sh.pending = []Span{{Start: 0, End: len(ev.Records)}}
 	return true, nil
 }

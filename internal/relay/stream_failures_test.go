@@ -321,3 +321,38 @@ func TestStreamReaderSendsRecordsTooOldToTheDestinationUninvoked(t *testing.T) {
 		t.Errorf("iterator ages %v, want the fresh record's hour", ages)
 	}
 }
+
+// The mapping's filter: records it drops are finished without an invocation, and one poll
+// reads past a long run of them to the record it keeps, so unwanted records cost no lag.
+func TestStreamReaderInvokesOnlyWhatItsFilterKeepsAndReadsOnPastTheRest(t *testing.T) {
+	env := ddbtest.New(t, tables.Outbox())
+	ctx := context.Background()
+	arn, err := relay.StreamARN(ctx, env.Client, env.Names.Of(tables.OutboxTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envs []outbox.Envelope
+	for i := 0; i < 30; i++ {
+		envs = append(envs, envelope(t, 60+i, 0))
+	}
+	putOutbox(t, env, envs...)
+	wanted := envs[27].EventID
+	bus := relay.NewMemoryBus()
+	fn := &poisoned{relay: newRelay(t, relay.Deps{Bus: bus, Sleep: noSleep})}
+	reader := &relay.StreamReader{
+		Streams: localStreamsClient(env.Endpoint), StreamARN: arn, Relay: fn, BatchSize: 5, ReportBatchItemFailures: true,
+		Filter: func(rec events.DynamoDBEventRecord) bool {
+			e, _ := outbox.FromStreamImage(rec.Change.NewImage)
+			return e.EventID == wanted
+		},
+	}
+	if _, err := reader.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := publishedIDs(t, bus.Entries()); !reflect.DeepEqual(got, []string{wanted}) {
+		t.Fatalf("one poll published %v, want only the record the filter keeps", got)
+	}
+	if n := len(fn.batches); n != 1 {
+		t.Fatalf("%d invocations, want 1", n)
+	}
+}

@@ -1,6 +1,10 @@
 package reservation
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // AdmissionState is where a buyer the API's gate let through stands before the Claim step
 // decides.
@@ -29,20 +33,48 @@ type Admission struct {
 	RequestHash string
 	State       AdmissionState
 	AdmittedAt  time.Time
+	// HoldSlot is the customer's hold slot the admission took (HoldSlotKey), -1 without a cap.
+	HoldSlot int
+	// StartQueued: Step Functions would not start the execution at once, so its start waits
+	// for the starter.
+	StartQueued bool
 }
 
 // AdmissionRequest asks the gate to let a buyer through for seats: no seat may be held by
-// anyone else or leased to another buyer until LeaseUntil.
+// anyone else or leased to another buyer until LeaseUntil, and the customer may have at most
+// MaxActive reservations at once, each taking one of the customer's hold slots until SlotUntil
+// (the latest its hold can end) or until it is given back.
 type AdmissionRequest struct {
 	Admission  Admission
 	LeaseUntil time.Time
+	// MaxActive is the customer's cap on active reservations (no cap when zero).
+	MaxActive int
+	SlotUntil time.Time
+}
+
+// HoldLimit says that a customer already has as many active reservations as the cap allows;
+// nothing was written.
+type HoldLimit struct {
+	CustomerID string
+	Limit      int
+}
+
+func (e *HoldLimit) Error() string {
+	return fmt.Sprintf("customer %s already has %d active reservations, the most allowed", e.CustomerID, e.Limit)
+}
+
+// HoldSlotKey names a customer's k-th hold slot in the Admissions table. Neither a customer id
+// nor a reservation id contains '#', so a slot key never names an admission.
+func HoldSlotKey(customerID string, k int) string {
+	return "slot#" + customerID + "#" + strconv.Itoa(k)
 }
 
 // AdmitResult is how the gate answered a buyer it did not refuse.
 type AdmitResult struct {
 	// Admitted: the leases and the admission record are written; the caller starts the
-	// execution.
+	// execution. HoldSlot is the hold slot it took (-1 without a cap).
 	Admitted bool
+	HoldSlot int
 	// HeldByRequester: a seat is already held by this very reservation, so the request is a
 	// replay of one the Claim step has answered; nothing was written and the reservation is
 	// the answer.

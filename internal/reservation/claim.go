@@ -14,14 +14,15 @@ import (
 // Limits bounds claim requests. A zero MaxSeats or MaxHold means the default.
 type Limits struct {
 	// MaxSeats per reservation; DynamoDB's transaction limit (100 items, seats + reservation +
-	// outbox) caps it at 98.
+	// outbox + admission check) caps it at 97.
 	MaxSeats int
 	MinHold  time.Duration
 	MaxHold  time.Duration
 }
 
-// MaxSeatsPerTransaction is the most seats one claim transaction can carry.
-const MaxSeatsPerTransaction = 98
+// MaxSeatsPerTransaction is the most seats one claim transaction can carry: DynamoDB's 100
+// items less the reservation, its outbox record and the admission check.
+const MaxSeatsPerTransaction = 97
 
 // maxIDLength bounds every identifier; keys stay far below DynamoDB's limits.
 const maxIDLength = 128

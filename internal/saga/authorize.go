@@ -28,10 +28,20 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 		s.fail(ctx, "authorize", in, err)
 		return AuthorizeResult{}, err
 	}
-	var auth payment.Authorization
+	var (
+		auth payment.Authorization
+		// written is the reservation as this step's last write left it: the next round
+		// decides on it rather than reading it back, since that write's own input determined
+		// it, and every later write is fenced by its version (a change by anyone else fails
+		// that write, which is then read and decided anew).
+		written *reservation.Reservation
+	)
 	for round := 0; round < maxRounds; round++ {
-		r, err := s.get(ctx, id)
-		if err != nil {
+		var r reservation.Reservation
+		var err error
+		if written != nil {
+			r, written = *written, nil
+		} else if r, err = s.get(ctx, id); err != nil {
 			s.fail(ctx, "authorize", in, err)
 			return AuthorizeResult{}, err
 		}
@@ -50,7 +60,10 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 				s.fail(ctx, "authorize", in, err)
 				return AuthorizeResult{}, err
 			}
-			_, err = s.Store.StartPayment(ctx, id, reservation.GuardOf(r))
+			var next reservation.Reservation
+			if next, err = s.Store.StartPayment(ctx, id, reservation.GuardOf(r)); err == nil {
+				written = &next
+			}
 
 		case r.Inventory == reservation.PaymentPending && r.Payment == reservation.NotStarted:
 			auth, err = s.createAuthorization(ctx, in, r)
@@ -58,18 +71,24 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 				s.fail(ctx, "authorize", in, err)
 				return AuthorizeResult{}, err
 			}
-			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
+			var next reservation.Reservation
+			if next, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
 				ReservationID: id, Guard: reservation.GuardOf(r),
 				Event: reservation.StartAuthorization, From: reservation.NotStarted,
 				PaymentIntentID: auth.PaymentIntentID, TaskToken: ev.TaskToken,
-			})
+			}); err == nil {
+				written = &next
+			}
 
 		case r.Inventory == reservation.PaymentPending && r.Payment == reservation.Authorizing:
 			if r.TaskToken != ev.TaskToken {
 				// A new attempt of the state: the webhook must answer this attempt's token.
-				_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
+				var next reservation.Reservation
+				if next, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
 					ReservationID: id, Guard: reservation.GuardOf(r), TaskToken: ev.TaskToken,
-				})
+				}); err == nil {
+					written = &next
+				}
 				break
 			}
 			if auth.PaymentIntentID == "" {

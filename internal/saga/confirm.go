@@ -19,9 +19,15 @@ import (
 func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 	in := st.Input
 	id := in.ReservationID
+	// written is the reservation as this step's last write left it: the next round decides on
+	// it rather than reading it back (see Authorize).
+	var written *reservation.Reservation
 	for round := 0; round < maxRounds; round++ {
-		r, err := s.get(ctx, id)
-		if err != nil {
+		var r reservation.Reservation
+		var err error
+		if written != nil {
+			r, written = *written, nil
+		} else if r, err = s.get(ctx, id); err != nil {
 			s.fail(ctx, "confirm", in, err)
 			return Confirmation{}, err
 		}
@@ -61,16 +67,22 @@ func (s *Steps) Confirm(ctx context.Context, st State) (Confirmation, error) {
 				s.fail(ctx, "confirm", in, err)
 				return Confirmation{}, err
 			}
-			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
+			next, err := s.Store.UpdatePayment(ctx, PaymentUpdate{
 				ReservationID: id, Guard: reservation.GuardOf(r),
 				Event: reservation.AuthorizationOK, From: r.Payment, CaptureBefore: auth.CaptureBefore,
 			})
+			if err == nil {
+				written = &next
+			}
 			if err = s.storeStep(ctx, "confirm", in, err); err != nil {
 				return Confirmation{}, err
 			}
 
 		case r.Payment == reservation.Authorized:
-			_, err := s.Store.Confirm(ctx, id, reservation.GuardOf(r))
+			next, err := s.Store.Confirm(ctx, id, reservation.GuardOf(r))
+			if err == nil {
+				written = &next
+			}
 			var refused *reservation.GuardFailed
 			if errors.As(err, &refused) {
 				// A cancel landed between the read and the write: the next round routes it.

@@ -62,8 +62,10 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 		// known is the provider's answer to this run's last call; it stands for the truth in
 		// the next round, so a capture or void is not followed by a second request.
 		known *providerTruth
-		// current is the reservation as this run's last write left it (every write is fenced
-		// by its version, so a change by anyone else fails the next write and is read then).
+		// current is the reservation as this run's last write left it, or as the last round
+		// decided on it when that round only called the provider, which changes nothing in the
+		// store (every write is fenced by its version and revision, so a change by anyone
+		// else fails the next write and is read then).
 		current = opt.first
 	)
 	for round := 0; round < settleRounds; round++ {
@@ -125,23 +127,26 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 				if truth.truth == reservation.TruthAuthorized {
 					return out, &PaymentUncertain{ReservationID: id, Detail: "capture refused but still capturable: " + err.Error()}
 				}
-				known = &truth
+				known, current = &truth, &r
 				continue
 			}
-			known = truthOf(r, auth, nil)
+			known, current = truthOf(r, auth, nil), &r
 			continue
 		case reservation.ActVoid:
 			auth, err := s.void(ctx, r, cancelReason(opt.reason, r))
 			if err != nil {
 				return out, s.recordUncertain(ctx, r, err)
 			}
+			known = truthOf(r, auth, nil)
 			if auth.State == payment.StateCanceled {
 				out.Voided = true
 				s.compensation(step, "voided")
+				// Nothing was written: the next round decides on r. After a refusal the void
+				// may have recorded it (the next attempt's key), so that round reads.
+				current = &r
 			}
 			// Canceled, or the truth read after a refusal (captured, refunded, still
 			// processing): the next round decides from it.
-			known = truthOf(r, auth, nil)
 			continue
 		case reservation.ActRefund:
 			answer, err := s.refund(ctx, r)
@@ -150,7 +155,7 @@ func (s *Steps) settle(ctx context.Context, in Input, step string, opt settleOpt
 			}
 			out.Refunded = true
 			s.compensation(step, "refund_requested")
-			known = &answer
+			known, current = &answer, &r
 			continue
 		case reservation.ActConfirm:
 			written, err = s.Store.Confirm(ctx, id, reservation.GuardOf(r))

@@ -125,6 +125,14 @@ const (
 	// AttrAdmissionState is ADMITTED, or REJECTED once the saga turned the buyer away.
 	AttrAdmissionState = "admissionState"
 	AttrAdmittedAt     = "admittedAt"
+	// AttrStartQueued and AttrStartInput mark an admission whose execution Step Functions
+	// would not start at once, with the execution's input: the starter starts it from the
+	// Admissions stream.
+	AttrStartQueued = "startQueued"
+	AttrStartInput  = "startInput"
+	// AttrStartQueuedAt is when the start was queued (inventory's time layout), from which
+	// the local stack measures how long a queued winner waits.
+	AttrStartQueuedAt = "startQueuedAt"
 )
 
 // WriteShards is how many shards the sparse indexes spread their partition key over, so that a
@@ -195,7 +203,9 @@ func Admissions() Table {
 	return Table{
 		Name:         AdmissionsTable,
 		PartitionKey: Attr{AttrReservationID, String},
-		TTLAttribute: AttrExpiresAtTTL,
+		// The stream carries queued starts to the starter.
+		StreamNewImage: true,
+		TTLAttribute:   AttrExpiresAtTTL,
 	}
 }
 

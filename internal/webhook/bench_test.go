@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// BenchmarkProcessDuplicate measures a redelivered event: verify, dedupe lookup, done (fakes,
-// so network round trips are excluded).
+// BenchmarkProcessDuplicate measures a redelivered event: verify, retrieve, read, callback
+// claim (sent by this very event), done (fakes, so network round trips are excluded).
 func BenchmarkProcessDuplicate(b *testing.B) {
 	r := newRig(b)
 	payload, _ := json.Marshal(map[string]string{"id": "evt_1", "type": "x", "pi": "pi_1"})
@@ -25,7 +25,7 @@ func BenchmarkProcessDuplicate(b *testing.B) {
 }
 
 // BenchmarkProcessNewEvent measures a new event about an already reported payment: verify,
-// dedupe, retrieve, read, callback claim (already sent), record.
+// retrieve, read, callback claim (already sent).
 func BenchmarkProcessNewEvent(b *testing.B) {
 	r := newRig(b)
 	ctx := context.Background()

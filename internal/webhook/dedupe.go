@@ -24,6 +24,9 @@ const (
 	AlreadySent
 	// InProgress: another delivery holds a live lease and is sending it now.
 	InProgress
+	// SentByThisEvent: AlreadySent, by an earlier delivery of the very event asking: this
+	// delivery is a redelivery of an event fully processed.
+	SentByThisEvent
 )
 
 func (c Claim) String() string {
@@ -34,55 +37,51 @@ func (c Claim) String() string {
 		return "already_sent"
 	case InProgress:
 		return "in_progress"
+	case SentByThisEvent:
+		return "sent_by_this_event"
 	}
 	return "unknown"
 }
 
-// DedupeStore records which webhook events were fully processed and which saga callbacks were
-// sent. Two records, because several distinct Stripe events (created, requires_action,
-// amount_capturable_updated, …) may all lead to the same callback: the event record dedupes
-// deliveries of one event, the callback record makes the SendTaskSuccess/Failure happen once
-// per task token however many events lead to it.
+// DedupeStore records which saga callbacks were sent: several distinct Stripe events
+// (requires_action, amount_capturable_updated, …) and every redelivery of each may lead to the
+// same callback, and the record makes the SendTaskSuccess/Failure happen once per task token
+// however many deliveries lead to it. Everything else an event does is a guarded payment
+// transition, which a redelivery finds done, so a delivery needs no record of its own: the
+// callback record also names the event that sent it, which tells a redelivery of that event
+// (SentByThisEvent) from another event about the same payment (AlreadySent).
 type DedupeStore interface {
-	// Processed reports whether the event was recorded as fully processed.
-	Processed(ctx context.Context, eventID string) (bool, error)
-	// MarkProcessed records the event as fully processed. It is written only after every effect
-	// of the event happened, so a crash before it makes the redelivery redo what is missing.
-	MarkProcessed(ctx context.Context, eventID, reservationID string) error
-	// ClaimCallback takes the right to send the callback named key for lease. A lease left by a
-	// crashed sender expires and the next delivery takes over; sending twice is harmless then
-	// (the second answer is TaskTimedOut), while two live deliveries never both send.
-	ClaimCallback(ctx context.Context, key string, lease time.Duration) (Claim, error)
+	// ClaimCallback takes the right to send the callback named key for lease, for the event
+	// eventID. A lease left by a crashed sender expires and the next delivery takes over;
+	// sending twice is harmless then (the second answer is TaskTimedOut), while two live
+	// deliveries never both send.
+	ClaimCallback(ctx context.Context, key, eventID string, lease time.Duration) (Claim, error)
 	// CompleteCallback records that the callback was sent (or the saga no longer waited).
 	CompleteCallback(ctx context.Context, key, outcome string) error
 }
 
 // DynamoDB is the part of the DynamoDB API the dedupe store uses; *dynamodb.Client satisfies it.
 type DynamoDB interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
-// Dedupe key prefixes in ProcessedEvents (consumer#id, internal/tables/tables.go).
-const (
-	eventKeyPrefix    = "webhook#"
-	callbackKeyPrefix = "webhook-callback#"
-)
+// callbackKeyPrefix is the callback records' key prefix in ProcessedEvents (consumer#id,
+// internal/tables/tables.go).
+const callbackKeyPrefix = "webhook-callback#"
 
 // Record attributes besides tables.AttrDedupeKey and tables.AttrExpiresAtTTL.
 const (
-	attrState         = "state"
-	attrLeaseUntil    = "leaseUntilMs"
-	attrOutcome       = "outcome"
-	attrReservationID = "reservationId"
-	attrRecordedAt    = "recordedAt"
+	attrState      = "state"
+	attrLeaseUntil = "leaseUntilMs"
+	attrOutcome    = "outcome"
+	attrEventID    = "eventId"
+	attrRecordedAt = "recordedAt"
 )
 
 const (
-	stateSending   = "SENDING"
-	stateSent      = "SENT"
-	stateProcessed = "PROCESSED"
+	stateSending = "SENDING"
+	stateSent    = "SENT"
 )
 
 // DefaultRetention is how long dedupe records live when DynamoDedupe.Retention is zero: longer
@@ -114,48 +113,47 @@ func (d *DynamoDedupe) expires() types.AttributeValue {
 	return num(d.now().Add(retention).Unix())
 }
 
-// Processed implements DedupeStore with a strongly consistent read.
-func (d *DynamoDedupe) Processed(ctx context.Context, eventID string) (bool, error) {
-	out, err := d.Client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(d.Table),
-		Key:            key(eventKeyPrefix + eventID),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return false, fmt.Errorf("read dedupe record of event %s: %w", eventID, err)
-	}
-	return out.Item != nil, nil
-}
-
-// MarkProcessed implements DedupeStore. It is an unconditional put: recording twice is harmless.
-func (d *DynamoDedupe) MarkProcessed(ctx context.Context, eventID, reservationID string) error {
-	item := map[string]types.AttributeValue{
-		tables.AttrDedupeKey:    str(eventKeyPrefix + eventID),
-		tables.AttrExpiresAtTTL: d.expires(),
-		attrState:               str(stateProcessed),
-		attrRecordedAt:          str(d.now().UTC().Format(time.RFC3339Nano)),
-	}
-	if reservationID != "" {
-		item[attrReservationID] = str(reservationID)
-	}
-	_, err := d.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.Table), Item: item})
-	if err != nil {
-		return fmt.Errorf("record event %s as processed: %w", eventID, err)
-	}
-	return nil
-}
-
 // ClaimCallback implements DedupeStore with one conditional put: it succeeds when no record
-// exists or when a sender's lease ran out without completing.
-func (d *DynamoDedupe) ClaimCallback(ctx context.Context, k string, lease time.Duration) (Claim, error) {
-	now := d.now()
+// exists or when a sender's lease ran out without completing. A refused put returns the
+// record it met, which says why, so nothing is read.
+func (d *DynamoDedupe) ClaimCallback(ctx context.Context, k, eventID string, lease time.Duration) (Claim, error) {
+	put := d.claimPut(k, eventID, lease)
 	_, err := d.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
+		ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return Claimed, nil
+	}
+	var failed *types.ConditionalCheckFailedException
+	if !errors.As(err, &failed) {
+		return 0, fmt.Errorf("claim callback %s: %w", k, err)
+	}
+	return claimOf(failed.Item, eventID), nil
+}
+
+// CallbackClaimItem is ClaimCallback's put as an item of another store's transaction, so that
+// the callback is claimed in the very write that records what it reports: that write's
+// transaction is the claim, and a refused claim refuses the write too.
+func (d *DynamoDedupe) CallbackClaimItem(k, eventID string, lease time.Duration) types.TransactWriteItem {
+	put := d.claimPut(k, eventID, lease)
+	put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	return types.TransactWriteItem{Put: put}
+}
+
+// claimPut is the callback claim: a SENDING record with a lease, put when there is no record
+// or when the last sender's lease ran out.
+func (d *DynamoDedupe) claimPut(k, eventID string, lease time.Duration) *types.Put {
+	now := d.now()
+	return &types.Put{
 		TableName: aws.String(d.Table),
 		Item: map[string]types.AttributeValue{
 			tables.AttrDedupeKey:    str(callbackKeyPrefix + k),
 			tables.AttrExpiresAtTTL: d.expires(),
 			attrState:               str(stateSending),
 			attrLeaseUntil:          num(now.Add(lease).UnixMilli()),
+			attrEventID:             str(eventID),
 			attrRecordedAt:          str(now.UTC().Format(time.RFC3339Nano)),
 		},
 		ConditionExpression: aws.String("attribute_not_exists(#k) OR (#s = :sending AND #l < :now)"),
@@ -166,26 +164,21 @@ func (d *DynamoDedupe) ClaimCallback(ctx context.Context, k string, lease time.D
 			":sending": str(stateSending),
 			":now":     num(now.UnixMilli()),
 		},
-	})
-	if err == nil {
-		return Claimed, nil
 	}
-	var failed *types.ConditionalCheckFailedException
-	if !errors.As(err, &failed) {
-		return 0, fmt.Errorf("claim callback %s: %w", k, err)
+}
+
+// claimOf is what a refused claim for eventID met: a record SENT (by this event or another),
+// or one whose sender's lease is live. A record not returned counts as a live lease, whose
+// answer is to come back later.
+func claimOf(item map[string]types.AttributeValue, eventID string) Claim {
+	state, _ := item[attrState].(*types.AttributeValueMemberS)
+	if state == nil || state.Value != stateSent {
+		return InProgress
 	}
-	out, err := d.Client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(d.Table),
-		Key:            key(callbackKeyPrefix + k),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read callback record %s: %w", k, err)
+	if by, _ := item[attrEventID].(*types.AttributeValueMemberS); by != nil && by.Value == eventID {
+		return SentByThisEvent
 	}
-	if s, ok := out.Item[attrState].(*types.AttributeValueMemberS); ok && s.Value == stateSent {
-		return AlreadySent, nil
-	}
-	return InProgress, nil
+	return AlreadySent
 }
 
 // CompleteCallback implements DedupeStore.

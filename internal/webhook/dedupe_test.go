@@ -16,34 +16,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(ddbtest.Main(m)) }
 
-// TestDynamoDedupe runs the dedupe store against DynamoDB Local: event records, callback
-// claims, lease takeover and TTL attributes.
+// TestDynamoDedupe runs the dedupe store against DynamoDB Local: callback claims, lease
+// takeover, the event that sent a callback and TTL attributes.
 func TestDynamoDedupe(t *testing.T) {
 	env := ddbtest.New(t, tables.ProcessedEvents())
 	clk := clock.NewFake(t0)
 	d := &DynamoDedupe{Client: env.Client, Table: env.Names.Of(tables.ProcessedEventsTable), Retention: 72 * time.Hour,
 		Now: clk.Now}
 	ctx := context.Background()
-
-	if seen, err := d.Processed(ctx, "evt_1"); err != nil || seen {
-		t.Fatalf("fresh event: %v %v", seen, err)
-	}
-	if err := d.MarkProcessed(ctx, "evt_1", "r1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.MarkProcessed(ctx, "evt_1", "r1"); err != nil {
-		t.Fatalf("marking twice: %v", err)
-	}
-	if seen, err := d.Processed(ctx, "evt_1"); err != nil || !seen {
-		t.Fatalf("recorded event: %v %v", seen, err)
-	}
-	out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Table), Key: key("webhook#evt_1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ttl := out.Item[tables.AttrExpiresAtTTL]; ttl == nil {
-		t.Fatalf("no TTL attribute: %v", out.Item)
-	}
 
 	steps := []struct {
 		name    string
@@ -56,7 +36,7 @@ func TestDynamoDedupe(t *testing.T) {
 	}
 	for _, s := range steps {
 		clk.Advance(s.advance)
-		got, err := d.ClaimCallback(ctx, "r1#tok", 30*time.Second)
+		got, err := d.ClaimCallback(ctx, "r1#tok", "evt_1", 30*time.Second)
 		if err != nil || got != s.want {
 			t.Fatalf("%s: %v %v, want %v", s.name, got, err, s.want)
 		}
@@ -64,11 +44,21 @@ func TestDynamoDedupe(t *testing.T) {
 	if err := d.CompleteCallback(ctx, "r1#tok", "authorized"); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(time.Hour)
-	if got, err := d.ClaimCallback(ctx, "r1#tok", 30*time.Second); err != nil || got != AlreadySent {
-		t.Fatalf("after completion: %v %v", got, err)
+	out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Table), Key: key("webhook-callback#r1#tok")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, err := d.ClaimCallback(ctx, "r1#tok2", 30*time.Second); err != nil || got != Claimed {
+	if ttl := out.Item[tables.AttrExpiresAtTTL]; ttl == nil {
+		t.Fatalf("no TTL attribute: %v", out.Item)
+	}
+	clk.Advance(time.Hour)
+	if got, err := d.ClaimCallback(ctx, "r1#tok", "evt_2", 30*time.Second); err != nil || got != AlreadySent {
+		t.Fatalf("another event after completion: %v %v", got, err)
+	}
+	if got, err := d.ClaimCallback(ctx, "r1#tok", "evt_1", 30*time.Second); err != nil || got != SentByThisEvent {
+		t.Fatalf("the sending event again after completion: %v %v", got, err)
+	}
+	if got, err := d.ClaimCallback(ctx, "r1#tok2", "evt_1", 30*time.Second); err != nil || got != Claimed {
 		t.Fatalf("another token: %v %v", got, err)
 	}
 }

@@ -1,17 +1,21 @@
 // Package webhook is the Stripe webhook Lambda's logic (API Gateway proxy events). A
-// webhook is only a hint: the handler verifies its signature, skips an event it already
-// processed, retrieves the PaymentIntent as the truth, finds the reservation through the
-// PaymentIntent's metadata, and carries out what the settlement decision (reservation.Decide)
-// lets a webhook do: record the provider's truth with a guarded payment transition (expected
-// prior state, owner and version) and complete the saga's waiting task with SendTaskSuccess
-// or SendTaskFailure — once per task token, however many times and in whatever order events
-// arrive. Voids, refunds and releases are the saga's; an event for a reservation that no
-// longer waits changes nothing. Events of any API version are accepted.
+// webhook is only a hint: the handler verifies its signature, retrieves the PaymentIntent as
+// the truth, finds the reservation through the PaymentIntent's metadata, and carries out what
+// the settlement decision (reservation.Decide) lets a webhook do: record the provider's truth
+// with a guarded payment transition (expected prior state, owner and version) and complete
+// the saga's waiting task with SendTaskSuccess or SendTaskFailure — once per task token,
+// however many times and in whatever order events arrive. Voids, refunds and releases are the
+// saga's; an event for a reservation that no longer waits changes nothing. Events of any API
+// version are accepted. Events that cannot be a reason to act cost no read at all: the
+// creation of a PaymentIntent (the authorize step's own act), and any event whose
+// PaymentIntent is captured.
 //
-// Crash safety: the event's dedupe record is written last, after every effect, so a crash
-// anywhere before it makes the provider's redelivery redo what is missing; the transition is
-// guarded (a redo finds it done), and the callback is claimed with a lease in ProcessedEvents
-// (a redo after a crash takes over the expired lease; two live deliveries never both send).
+// Crash safety: every effect is guarded, so the provider's redelivery after a crash anywhere
+// redoes what is missing and finds the rest done: the transition by its expected state and
+// version, and the callback by its claim, a lease in ProcessedEvents (a redo after a crash
+// takes over the expired lease; two live deliveries never both send). Where the store and the
+// claims share DynamoDB, the claim is taken in the transaction that records the transition it
+// reports. A delivery writes no record of its own: what it did is in those two.
 package webhook
 
 import (
@@ -29,6 +33,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -110,7 +115,8 @@ func New(d Deps) (*Handler, error) {
 type Action string
 
 const (
-	// ActionDuplicate: the event was processed before; nothing was done.
+	// ActionDuplicate: a redelivery of the event whose delivery completed the saga's wait;
+	// nothing was done.
 	ActionDuplicate Action = "duplicate"
 	// ActionIgnored: the event concerns nothing seatsaga tracks, or nothing changed.
 	ActionIgnored Action = "ignored"
@@ -231,19 +237,7 @@ func (h *Handler) Process(ctx context.Context, payload []byte, signatureHeader s
 		h.d.Metrics.Count("WebhookAPIVersionMismatch", 1)
 		log.InfoContext(ctx, "webhook: event rendered for another API version", "apiVersion", ev.APIVersion)
 	}
-	res := Result{EventID: ev.ID, EventType: ev.Type}
-	done, err := h.d.Dedupe.Processed(ctx, ev.ID)
-	if err != nil {
-		log.ErrorContext(ctx, "webhook: dedupe lookup failed", "error", err.Error())
-		return res, err
-	}
-	if done {
-		res.Action = ActionDuplicate
-		h.count(res.Action)
-		log.InfoContext(ctx, "webhook: duplicate delivery")
-		return res, nil
-	}
-	res, err = h.apply(ctx, ev, res)
+	res, err := h.apply(ctx, ev, Result{EventID: ev.ID, EventType: ev.Type})
 	log = log.With("reservationId", res.ReservationID)
 	if err != nil {
 		if errors.Is(err, errRetryLater) {
@@ -251,11 +245,6 @@ func (h *Handler) Process(ctx context.Context, payload []byte, signatureHeader s
 		} else {
 			log.ErrorContext(ctx, "webhook: processing failed", "error", err.Error())
 		}
-		return res, err
-	}
-	if err := h.d.Dedupe.MarkProcessed(ctx, ev.ID, res.ReservationID); err != nil {
-		// Every effect happened; a redelivery finds them done and records the event then.
-		log.ErrorContext(ctx, "webhook: recording the event failed", "error", err.Error())
 		return res, err
 	}
 	h.count(res.Action)
@@ -270,9 +259,15 @@ func (h *Handler) count(a Action) {
 // maxRounds bounds the read-decide-write loop against concurrent writers.
 const maxRounds = 5
 
+// eventCreated is the event of a new PaymentIntent: the authorize step's own act, after which
+// every state the intent reaches comes with an event of its own. It is never a reason to act,
+// and the deployed endpoint is not subscribed to it (infra/README.md); the provider may still
+// send it, as the local simulator does.
+const eventCreated = "payment_intent.created"
+
 func (h *Handler) apply(ctx context.Context, ev payment.Event, res Result) (Result, error) {
 	res.Action = ActionIgnored
-	if ev.PaymentIntentID == "" {
+	if ev.PaymentIntentID == "" || ev.Type == eventCreated {
 		return res, nil
 	}
 	auth, err := h.d.Payments.Retrieve(ctx, ev.PaymentIntentID)
@@ -291,14 +286,36 @@ func (h *Handler) apply(ctx context.Context, ev payment.Event, res Result) (Resu
 	if res.ReservationID == "" {
 		return res, nil
 	}
+	if auth.State == payment.StatePaid {
+		// Captured money is never the webhook's to report: the saga captures after its wait
+		// ended, so no saga waits on it. Only money captured outside the system while a saga
+		// waits could be: reservation.Decide then records the capture and leaves the seats to
+		// the saga's own reacquire, reporting nothing, and the saga's reconciliation records
+		// it when the wait ends (a customer's cancel the api has already reported itself).
+		res.Action = ActionStale
+		return res, nil
+	}
+	var (
+		// written is the reservation as this delivery's transition left it: the next round
+		// decides on it rather than reading it back, since the transition's own input
+		// determined it; the callback it may lead to is claimed, not assumed.
+		written *reservation.Reservation
+		// claimed is the callback this delivery claimed with its transition, if any.
+		claimed string
+	)
 	for round := 0; round < maxRounds; round++ {
-		r, err := h.d.Store.Get(ctx, res.ReservationID)
-		var nf *reservation.NotFound
-		if errors.As(err, &nf) {
-			return res, nil
-		}
-		if err != nil {
-			return res, fmt.Errorf("read reservation: %w", err)
+		var r reservation.Reservation
+		if written != nil {
+			r, written = *written, nil
+		} else {
+			r, err = h.d.Store.Get(ctx, res.ReservationID)
+			var nf *reservation.NotFound
+			if errors.As(err, &nf) {
+				return res, nil
+			}
+			if err != nil {
+				return res, fmt.Errorf("read reservation: %w", err)
+			}
 		}
 		if r.PaymentIntentID == "" && (r.Payment == reservation.NotStarted) && r.HoldActive() {
 			// The authorize step created the PaymentIntent but has not recorded it (and the
@@ -309,8 +326,9 @@ func (h *Handler) apply(ctx context.Context, ev payment.Event, res Result) (Resu
 			res.Action = ActionStale
 			return res, nil
 		}
+		now := h.d.Now()
 		truth := saga.TruthOf(r, auth, nil)
-		d := decide(r, truth, h.d.Now())
+		d := decide(r, truth, now)
 		h.d.Logger.DebugContext(ctx, "webhook: decided", "reservationId", r.ID, "inventory", string(r.Inventory),
 			"payment", string(r.Payment), "truth", string(truth), "settlement", string(d.settlement.Action), "kind", d.kind.String())
 		switch d.kind {
@@ -320,12 +338,13 @@ func (h *Handler) apply(ctx context.Context, ev payment.Event, res Result) (Resu
 			res.Action = ActionStale
 			return res, nil
 		case decideRecord:
-			_, err := h.d.Store.UpdatePayment(ctx, reservation.PaymentUpdate{
+			u := reservation.PaymentUpdate{
 				ReservationID: r.ID, Guard: reservation.GuardOf(r),
 				Event: d.event, From: r.Payment,
 				CaptureBefore: auth.CaptureBefore, Reason: "webhook: " + string(d.event),
 				NotifyCustomer: d.event.NotifiesCustomer(),
-			})
+			}
+			next, key, err := h.record(ctx, ev, u, truth, now)
 			if isRace(err) {
 				continue // Another writer moved it: read again and decide anew.
 			}
@@ -333,13 +352,67 @@ func (h *Handler) apply(ctx context.Context, ev payment.Event, res Result) (Resu
 				return res, fmt.Errorf("record %s: %w", d.event, err)
 			}
 			h.d.Metrics.Count("WebhookTransitions", 1, metrics.Dim{Name: "event", Value: string(d.event)})
-			continue // Read the new version back; the next round decides on it.
+			written, claimed = &next, key
+			continue // The next round decides on the new version.
 		case decideCallback:
-			return h.callback(ctx, r, auth, d, res)
+			return h.callback(ctx, ev, r, auth, d, res, claimed)
 		}
 	}
 	return res, fmt.Errorf("reservation %s kept changing under the webhook", res.ReservationID)
 }
+
+// recordingStore is a Store that can make a conditional write on another table in the
+// transaction of a payment update, decided on the reservation the update writes
+// (*inventory.Store).
+type recordingStore interface {
+	UpdatePaymentWith(ctx context.Context, u reservation.PaymentUpdate,
+		with func(next reservation.Reservation) (types.TransactWriteItem, bool)) (reservation.Reservation, error)
+}
+
+// claimWriter is a DedupeStore whose callback claim can be such a write (*DynamoDedupe).
+type claimWriter interface {
+	CallbackClaimItem(key, eventID string, lease time.Duration) types.TransactWriteItem
+}
+
+// refusedAlongside is how the store reports that the write made alongside a payment update
+// refused its condition, nothing written (*inventory.CompanionRefused).
+type refusedAlongside interface {
+	error
+	RefusedItem() map[string]types.AttributeValue
+}
+
+// record performs u. When the store and the claims allow it, and the decision on the
+// reservation the update writes reports to the saga, the callback is claimed in the same
+// transaction, whose key it returns: one conditional write then decides both that the
+// payment moved and who reports it. A claim refused (another delivery reports to this token,
+// or has) leaves the update to be made alone, and the callback to be claimed as any other. A
+// claim whose callback the next round does not make after all (the hold lapsed in between)
+// keeps nobody out for longer than its lease, and no delivery reports to a lapsed hold.
+func (h *Handler) record(ctx context.Context, ev payment.Event, u reservation.PaymentUpdate, truth reservation.Truth,
+	now time.Time) (reservation.Reservation, string, error) {
+	rs, ok := h.d.Store.(recordingStore)
+	cw, ok2 := h.d.Dedupe.(claimWriter)
+	if ok && ok2 {
+		var key string
+		written, err := rs.UpdatePaymentWith(ctx, u, func(next reservation.Reservation) (types.TransactWriteItem, bool) {
+			key = ""
+			if decide(next, truth, now).kind != decideCallback {
+				return types.TransactWriteItem{}, false
+			}
+			key = callbackKey(next)
+			return cw.CallbackClaimItem(key, ev.ID, h.d.CallbackLease), true
+		})
+		var refused refusedAlongside
+		if !errors.As(err, &refused) {
+			return written, key, err
+		}
+	}
+	written, err := h.d.Store.UpdatePayment(ctx, u)
+	return written, "", err
+}
+
+// callbackKey names the callback to r's task token.
+func callbackKey(r reservation.Reservation) string { return r.ID + "#" + tokenHash(r.TaskToken) }
 
 type decisionKind int
 
@@ -427,20 +500,27 @@ func decide(r reservation.Reservation, truth reservation.Truth, now time.Time) d
 	return d
 }
 
-// callback completes the saga's waiting task once per task token.
-func (h *Handler) callback(ctx context.Context, r reservation.Reservation, auth payment.Authorization, d decision, res Result) (Result, error) {
-	key := r.ID + "#" + tokenHash(r.TaskToken)
-	claim, err := h.d.Dedupe.ClaimCallback(ctx, key, h.d.CallbackLease)
-	if err != nil {
-		return res, err
+// callback completes the saga's waiting task once per task token. claimed is the callback this
+// delivery already claimed (with its transition), if any.
+func (h *Handler) callback(ctx context.Context, ev payment.Event, r reservation.Reservation, auth payment.Authorization, d decision, res Result, claimed string) (Result, error) {
+	key := callbackKey(r)
+	if key != claimed {
+		claim, err := h.d.Dedupe.ClaimCallback(ctx, key, ev.ID, h.d.CallbackLease)
+		if err != nil {
+			return res, err
+		}
+		switch claim {
+		case SentByThisEvent:
+			res.Action = ActionDuplicate
+			return res, nil
+		case AlreadySent:
+			res.Action = ActionAlreadyReported
+			return res, nil
+		case InProgress:
+			return res, fmt.Errorf("%w: another delivery is reporting reservation %s", errRetryLater, r.ID)
+		}
 	}
-	switch claim {
-	case AlreadySent:
-		res.Action = ActionAlreadyReported
-		return res, nil
-	case InProgress:
-		return res, fmt.Errorf("%w: another delivery is reporting reservation %s", errRetryLater, r.ID)
-	}
+	var err error
 	sent := ActionDeclined
 	if d.errorName == saga.ErrCustomerCanceled {
 		sent = ActionCustomerCanceled

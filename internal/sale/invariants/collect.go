@@ -38,6 +38,8 @@ type Sources struct {
 	// Now is the stack's clock; Grace the sweeper's grace after a hold's deadline.
 	Now   func() time.Time
 	Grace time.Duration
+	// MaxActive is the cap on one customer's reservations in progress (0: no cap).
+	MaxActive int
 }
 
 // Collect reads a Snapshot from every source.
@@ -45,7 +47,7 @@ func Collect(ctx context.Context, src Sources) (Snapshot, error) {
 	if src.Store == nil || src.Ledger == nil || src.Engine == nil || src.Now == nil {
 		return Snapshot{}, errors.New("invariants: Store, Ledger, Engine and Now are required")
 	}
-	s := Snapshot{Grace: src.Grace}
+	s := Snapshot{Grace: src.Grace, MaxActive: src.MaxActive}
 	var err error
 	if s.Executions, err = src.Engine.Executions(ctx); err != nil {
 		return Snapshot{}, fmt.Errorf("invariants: list executions: %w", err)

@@ -83,11 +83,15 @@ const (
 )
 
 // Rules lists every invariant in the order the checker reports them.
+// RuleCustomerWithinHoldCap: no customer has more live holds (HELD or PAYMENT_PENDING before
+// their deadline) than the cap on reservations in progress allows (Snapshot.MaxActive).
+const RuleCustomerWithinHoldCap Rule = "customer-within-hold-cap"
+
 var Rules = []Rule{
 	RuleSeatSingleOwner, RuleConfirmedOwnsSeats, RuleCaptureBelongsToConfirmed,
 	RuleNoOpenAuthorization, RuleNoStaleHold, RuleExecutionSettled, RuleOutboxPayloadStable,
 	RuleSoldEqualsCaptured, RuleCaptureMatchesSeatPrices, RuleNoChargeForAcknowledgedCancel,
-	RuleConfirmedExactlyWhenCaptured,
+	RuleConfirmedExactlyWhenCaptured, RuleCustomerWithinHoldCap,
 }
 
 // Seat is one seat item.
@@ -124,6 +128,7 @@ type Reservation struct {
 	// CustomerCanceled is true when the customer's cancel was recorded on the reservation
 	// (its customerCanceled attribute); from then on it may keep no money.
 	CustomerCanceled bool
+	CustomerID       string
 }
 
 // SeatKeys returns the table keys of the reservation's seats.
@@ -166,8 +171,10 @@ type Publication struct {
 type Snapshot struct {
 	// Now is the stack's clock at collection time; Grace is the sweeper's grace after a hold's
 	// deadline.
-	Now          time.Time
-	Grace        time.Duration
+	Now   time.Time
+	Grace time.Duration
+	// MaxActive is the cap on one customer's reservations in progress (0: no cap).
+	MaxActive    int
 	Seats        []Seat
 	Reservations []Reservation
 	Payments     []Payment
@@ -273,6 +280,7 @@ func Check(s Snapshot) Verdict {
 	checkCapturesMatchSeatPrices(s, resByID, seatByKey, add)
 	checkAcknowledgedCancels(s, ledger, add)
 	checkConfirmedExactlyWhenCaptured(s, ledger, add)
+	checkHoldCap(s, add)
 
 	sort.SliceStable(v.Violations, func(i, j int) bool {
 		a, b := v.Violations[i], v.Violations[j]
@@ -292,6 +300,26 @@ func Check(s Snapshot) Verdict {
 }
 
 type addFunc func(rule Rule, res, seat, format string, args ...any)
+
+// checkHoldCap counts each customer's live holds against the cap.
+func checkHoldCap(s Snapshot, add addFunc) {
+	if s.MaxActive <= 0 {
+		return
+	}
+	holds := map[string][]string{}
+	for _, r := range s.Reservations {
+		if (r.State == Held || r.State == PaymentPending) && r.HoldExpiresAt.After(s.Now) {
+			holds[r.CustomerID] = append(holds[r.CustomerID], r.ID)
+		}
+	}
+	for customer, ids := range holds {
+		if len(ids) > s.MaxActive {
+			sort.Strings(ids)
+			add(RuleCustomerWithinHoldCap, "", "", "customer %s holds %d reservations at once (%s), the cap is %d",
+				customer, len(ids), strings.Join(ids, ", "), s.MaxActive)
+		}
+	}
+}
 
 func ruleIndex(r Rule) int {
 	for i, x := range Rules {

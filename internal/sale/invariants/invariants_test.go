@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,11 @@ func TestEveryRuleBites(t *testing.T) {
 				s.Seats[5] = Seat{EventID: "e1", SeatID: "A6", State: Held, ReservationID: "ghost", HoldExpiresAt: now.Add(time.Minute)}
 			},
 			want: []Rule{RuleSeatSingleOwner}, resID: "ghost", seatKey: "e1#A6",
+		},
+		{
+			name:   "one customer holds three reservations under a cap of two (the gate without its slots)",
+			break_: func(s *Snapshot) { hoard(s, 3) },
+			want:   []Rule{RuleCustomerWithinHoldCap},
 		},
 		{
 			name: "two confirmed reservations sold the same seat (confirm without its owner condition)",
@@ -396,4 +402,32 @@ func firstOf(v Verdict, r Rule) Violation {
 		}
 	}
 	return Violation{}
+}
+
+// hoard gives customer "hoarder" n live holds (n ≤ 3) on the healthy sale's free seats under a
+// cap of two.
+func hoard(s *Snapshot, n int) {
+	s.MaxActive = 2
+	for i, k := range []int{2, 3, 5}[:n] {
+		id := fmt.Sprintf("h%d", i+1)
+		s.Seats[k].State, s.Seats[k].ReservationID, s.Seats[k].HoldExpiresAt = Held, id, now.Add(5*time.Minute)
+		s.Reservations = append(s.Reservations, Reservation{ID: id, CustomerID: "hoarder", EventID: "e1",
+			SeatIDs: []string{s.Seats[k].SeatID}, State: Held, HoldExpiresAt: now.Add(5 * time.Minute)})
+	}
+}
+
+// The cap's control: as many live holds as the cap allows break nothing, and neither do three
+// once the holds' deadlines passed.
+func TestHoldsWithinTheCapPass(t *testing.T) {
+	s := healthy()
+	hoard(&s, 2)
+	if v := Check(s); !v.OK() {
+		t.Fatalf("two holds under a cap of two: %s", v)
+	}
+	s = healthy()
+	hoard(&s, 3)
+	s.Now = now.Add(5 * time.Minute)
+	if v := Check(s); v.Broken(RuleCustomerWithinHoldCap) {
+		t.Fatalf("three expired holds: %s", v)
+	}
 }

@@ -118,6 +118,7 @@ func (d DynamoDB) Reservations(ctx context.Context) ([]Reservation, error) {
 			PaymentIntentID: res.PaymentIntentID,
 			// The inventory decoder reads the customerCanceled BOOL; an absent attribute is false.
 			CustomerCanceled: res.CustomerCanceled,
+			CustomerID:       res.CustomerID,
 		}
 		_, hasRecon := item[tables.AttrReconSince]
 		r.InReconciliation = r.PaymentState == NeedsReconciliation || hasRecon

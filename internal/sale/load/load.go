@@ -6,6 +6,10 @@
 //
 // Latencies are measured by polling, so they carry up to one poll interval of error; the
 // interval is an option.
+//
+// A Profile shapes the crowd (see profile.go): Uniform, the crowd as it always was; Hot,
+// where most buyers want the best rows; Burst, where everyone arrives within a second with
+// at least 512 requests in flight.
 package load
 
 import (
@@ -54,19 +58,30 @@ type Buyer struct {
 	SeatIDs        []string
 	Behaviour      Behaviour
 	PaymentMethod  string
+	// Arrival is when the buyer arrives, from the start of the sale (Drive waits this long
+	// before the buyer's first request); the profile sets it.
+	Arrival time.Duration
 }
 
 // PlanOptions shape a crowd of buyers.
 type PlanOptions struct {
-	Buyers        int
+	Buyers int
+	// Seats are the seats on sale, best first: the hot profile wants the front of this list
+	// most (stack.SeatIDs numbers the seats row by row from the front, so its order is).
 	Seats         []string
 	SeatsPerBuyer int
 	Mix           Mix
 	Seed          int64
+	// Profile is how the buyers arrive and which seats they want (empty: Uniform).
+	Profile Profile
+	// HotShare is, for the hot profile, the share of the buyers whose first choice is among
+	// the best HotTopFraction of the seats (0: DefaultHotShare); other profiles ignore it.
+	HotShare float64
 }
 
-// Plan builds buyers who each want SeatsPerBuyer distinct seats chosen at random (so with more
-// buyers than seats most seats are contested) and pay with a behaviour drawn from Mix.
+// Plan builds buyers who each want SeatsPerBuyer distinct seats (so with more buyers than
+// seats most seats are contested) and pay with a behaviour drawn from Mix; the profile says
+// which seats they want and when they arrive. The same options and seed give the same crowd.
 func Plan(o PlanOptions) ([]Buyer, error) {
 	if o.Buyers <= 0 || len(o.Seats) == 0 {
 		return nil, errors.New("load: need buyers and seats")
@@ -92,6 +107,22 @@ func Plan(o PlanOptions) ([]Buyer, error) {
 		}
 	}
 	sort.Slice(behaviours, func(i, j int) bool { return behaviours[i] < behaviours[j] })
+	profile := o.Profile.orUniform()
+	if _, err := ParseProfile(string(profile)); err != nil {
+		return nil, err
+	}
+	var hot *hotSeats
+	if profile == Hot {
+		share := o.HotShare
+		if share == 0 {
+			share = DefaultHotShare
+		}
+		var err error
+		if hot, err = newHotSeats(len(o.Seats), share, o.Seed); err != nil {
+			return nil, err
+		}
+	}
+	arrivals := profile.arrivals(o.Buyers, o.Seed)
 	rng := rand.New(rand.NewSource(o.Seed))
 	buyers := make([]Buyer, o.Buyers)
 	for i := range buyers {
@@ -104,7 +135,13 @@ func Plan(o PlanOptions) ([]Buyer, error) {
 			}
 			pick -= o.Mix[x]
 		}
+		// Every profile draws the uniform choice, so that the stream, and with it every
+		// buyer's behaviour, stays what Uniform (the tool before profiles) gives for the seed;
+		// the hot profile then replaces the choice from a stream of its own.
 		perm := rng.Perm(len(o.Seats))[:o.SeatsPerBuyer]
+		if hot != nil {
+			perm = hot.pick(o.SeatsPerBuyer)
+		}
 		seats := make([]string, len(perm))
 		for j, p := range perm {
 			seats[j] = o.Seats[p]
@@ -116,6 +153,7 @@ func Plan(o PlanOptions) ([]Buyer, error) {
 			SeatIDs:        seats,
 			Behaviour:      b,
 			PaymentMethod:  PaymentMethods[b],
+			Arrival:        arrivals[i],
 		}
 	}
 	return buyers, nil
@@ -159,7 +197,12 @@ type Result struct {
 	FinalStatus        string
 	PaymentState       string
 	ReservationOutcome string
-	Start              time.Time
+	// Start is the buyer's arrival: the sale's start plus its Arrival, when a buyer would
+	// have clicked. Began is when the client got to the buyer, later by however long a busy
+	// machine took to run it: that lateness is the client's, not the buyer's choice, so it
+	// counts in PostLatency rather than moving the arrival.
+	Start time.Time
+	Began time.Time
 	// PostLatency is from the buyer's arrival to the POST's answer (waiting for a request slot
 	// included); PostService only the answered request itself.
 	PostLatency time.Duration
@@ -172,6 +215,10 @@ type Result struct {
 	// Posts and Polls count the HTTP requests the buyer sent (retries included): attempts,
 	// not invocations, since a request the gateway or Lambda throttled ran no function.
 	Posts, Polls int
+	// Post5xx, Post429 and PostUnanswered count the buyer's POST attempts answered 5xx,
+	// answered 429, and not answered at all (a transport error or a timeout): each was
+	// retried, so a buyer may have them and still be answered in the end (PostStatus).
+	Post5xx, Post429, PostUnanswered int
 	// PostDone is when the POST was answered.
 	PostDone time.Time
 	Err      string
@@ -183,15 +230,19 @@ type Result struct {
 type Options struct {
 	BaseURL string
 	EventID string
-	Buyers  []Buyer
-	// Concurrency bounds reservation POSTs in flight (default 32), PollConcurrency status
-	// GETs (default Concurrency), apart, so that a buyer's status read does not queue behind
-	// the burst of POSTs. Every buyer arrives on its own (see ArrivalWindow); a buyer waiting
-	// between status reads holds no slot.
+	// Buyers arrive each at its Arrival (see Plan).
+	Buyers []Buyer
+	// Profile is the profile the buyers were planned with (empty: Uniform): Drive applies
+	// its bound on requests in flight (Profile.Concurrency) to Concurrency.
+	Profile Profile
+	// Concurrency bounds reservation POSTs in flight (default 32, raised by a burst profile),
+	// PollConcurrency status GETs (default Concurrency), apart, so that a buyer's status read
+	// does not queue behind the burst of POSTs. Every buyer arrives on its own (see
+	// ArrivalWindow and Buyer.Arrival); a buyer waiting between status reads holds no slot.
 	Concurrency     int
 	PollConcurrency int
-	// ArrivalWindow spreads the buyers' arrivals evenly over this much time; zero means all
-	// arrive at once, the flash-sale burst.
+	// ArrivalWindow spreads the buyers' arrivals evenly over this much time, on top of each
+	// buyer's Arrival; zero means each arrives at its Arrival (all at once, for Uniform).
 	ArrivalWindow time.Duration
 	// Token returns the bearer token of a customer.
 	Token func(customer string) (string, error)
@@ -213,6 +264,12 @@ type Options struct {
 type Run struct {
 	Started, Finished time.Time
 	Results           []Result
+	// Profile is the profile the run was driven with, Concurrency the bound on POSTs in
+	// flight it applied (after the profile's), and PeakPostsInFlight the most POSTs that were
+	// in flight at once: sent and not yet answered, so what the server saw, not the bound.
+	Profile           Profile
+	Concurrency       int
+	PeakPostsInFlight int
 }
 
 // Drive runs every buyer and returns when all have settled, given up, or ctx ended.
@@ -223,6 +280,8 @@ func Drive(ctx context.Context, o Options) (*Run, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 32
 	}
+	o.Profile = o.Profile.orUniform()
+	o.Concurrency = o.Profile.Concurrency(o.Concurrency)
 	if o.PollInterval <= 0 {
 		o.PollInterval = 100 * time.Millisecond
 	}
@@ -244,29 +303,30 @@ func Drive(ctx context.Context, o Options) (*Run, error) {
 	if o.PollConcurrency <= 0 {
 		o.PollConcurrency = o.Concurrency
 	}
-	postSlots := make(chan struct{}, o.Concurrency)
-	pollSlots := make(chan struct{}, o.PollConcurrency)
-	run := &Run{Started: time.Now(), Results: make([]Result, len(o.Buyers))}
+	postSlots := newSlots(o.Concurrency)
+	pollSlots := newSlots(o.PollConcurrency)
+	run := &Run{Started: time.Now(), Results: make([]Result, len(o.Buyers)), Profile: o.Profile, Concurrency: o.Concurrency}
 	var (
 		done       int
 		progressMu sync.Mutex
 		wg         sync.WaitGroup
 	)
 	for i := range o.Buyers {
-		var delay time.Duration
+		delay := o.Buyers[i].Arrival
 		if o.ArrivalWindow > 0 && len(o.Buyers) > 1 {
-			delay = o.ArrivalWindow * time.Duration(i) / time.Duration(len(o.Buyers)-1)
+			delay += o.ArrivalWindow * time.Duration(i) / time.Duration(len(o.Buyers)-1)
 		}
+		arrive := run.Started.Add(delay)
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			if delay > 0 {
+			if wait := time.Until(arrive); wait > 0 {
 				select {
 				case <-ctx.Done():
-				case <-time.After(delay):
+				case <-time.After(wait):
 				}
 			}
-			run.Results[i] = buy(ctx, o, postSlots, pollSlots, o.Buyers[i])
+			run.Results[i] = buy(ctx, o, postSlots, pollSlots, o.Buyers[i], arrive)
 			progressMu.Lock()
 			done++
 			if o.Progress != nil {
@@ -277,7 +337,45 @@ func Drive(ctx context.Context, o Options) (*Run, error) {
 	}
 	wg.Wait()
 	run.Finished = time.Now()
+	run.PeakPostsInFlight = postSlots.peak()
 	return run, ctx.Err()
+}
+
+// slots bounds a kind of request in flight and remembers the most that were at once.
+type slots struct {
+	ch chan struct{}
+
+	mu             sync.Mutex
+	inFlight, most int
+}
+
+func newSlots(n int) *slots { return &slots{ch: make(chan struct{}, n)} }
+
+// acquire waits for a free slot; false when ctx ended first.
+func (s *slots) acquire(ctx context.Context) bool {
+	select {
+	case s.ch <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	s.mu.Lock()
+	s.inFlight++
+	s.most = max(s.most, s.inFlight)
+	s.mu.Unlock()
+	return true
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	s.inFlight--
+	s.mu.Unlock()
+	<-s.ch
+}
+
+func (s *slots) peak() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.most
 }
 
 // status is the part of the API's reservation view the buyer reads.
@@ -289,8 +387,8 @@ type status struct {
 	Code          string `json:"code"`
 }
 
-func buy(ctx context.Context, o Options, postSlots, pollSlots chan struct{}, b Buyer) Result {
-	res := Result{Buyer: b, Start: time.Now()}
+func buy(ctx context.Context, o Options, postSlots, pollSlots *slots, b Buyer, arrive time.Time) Result {
+	res := Result{Buyer: b, Start: arrive, Began: time.Now()}
 	token, err := o.Token(b.Customer)
 	if err != nil {
 		res.Outcome, res.Err = Failed, err.Error()
@@ -300,7 +398,8 @@ func buy(ctx context.Context, o Options, postSlots, pollSlots chan struct{}, b B
 	body, _ := json.Marshal(map[string]any{"seatIds": b.SeatIDs, "paymentMethod": b.PaymentMethod})
 	url := strings.TrimRight(o.BaseURL, "/") + "/events/" + o.EventID + "/reservations"
 	code, st, tries, service, err := call(ctx, o, postSlots, http.MethodPost, url, token, b.IdempotencyKey, body)
-	res.Posts, res.PostService = tries, service
+	res.Posts, res.PostService = tries.sent, service
+	res.Post5xx, res.Post429, res.PostUnanswered = tries.status5xx, tries.status429, tries.unanswered
 	res.PostDone = time.Now()
 	res.PostLatency = res.PostDone.Sub(res.Start)
 	res.sent = res.PostDone.Add(-service)
@@ -324,7 +423,9 @@ func buy(ctx context.Context, o Options, postSlots, pollSlots chan struct{}, b B
 	}
 	deadline := time.Now().Add(o.SettleTimeout)
 	getURL := strings.TrimRight(o.BaseURL, "/") + "/reservations/" + st.ReservationID
-	jitter := rand.New(rand.NewSource(int64(len(b.Customer)) + res.Start.UnixNano()))
+	// Seeded from when the client got to the buyer, which differs between buyers, where
+	// their arrivals may not (Uniform's all share one).
+	jitter := rand.New(rand.NewSource(int64(len(b.Customer)) + res.Began.UnixNano()))
 	interval := o.PollInterval
 	for time.Now().Before(deadline) {
 		wait := interval/2 + time.Duration(jitter.Int63n(int64(interval)))
@@ -336,7 +437,7 @@ func buy(ctx context.Context, o Options, postSlots, pollSlots chan struct{}, b B
 		case <-time.After(wait):
 		}
 		code, cur, tries, _, err := call(ctx, o, pollSlots, http.MethodGet, getURL, token, "", nil)
-		res.Polls += tries
+		res.Polls += tries.sent
 		if err != nil || code != http.StatusOK {
 			if err != nil {
 				res.Err = err.Error()
@@ -418,24 +519,29 @@ func (r *Run) MarkClaimFailures(claimFailed func(reservationID string) bool) int
 	return moved
 }
 
+// attempts counts the requests one call sent and how the ones that failed did.
+type attempts struct {
+	sent, status5xx, status429, unanswered int
+}
+
 // call performs one request, retrying 5xx, 429 and transport errors with backoff; it returns
-// how many requests it sent and how long the answered one took.
-func call(ctx context.Context, o Options, slots chan struct{}, method, url, token, idemKey string, body []byte) (int, status, int, time.Duration, error) {
+// the requests it sent and how long the answered one took.
+func call(ctx context.Context, o Options, slots *slots, method, url, token, idemKey string, body []byte) (int, status, attempts, time.Duration, error) {
 	var lastErr error
+	var tries attempts
 	backoff := 50 * time.Millisecond
-	attempt := 0
-	for ; attempt <= o.Retries; attempt++ {
+	for attempt := 0; attempt <= o.Retries; attempt++ {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return 0, status{}, attempt, 0, ctx.Err()
+				return 0, status{}, tries, 0, ctx.Err()
 			case <-time.After(backoff):
 			}
 			backoff = min(backoff*2, 2*time.Second)
 		}
 		req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 		if err != nil {
-			return 0, status{}, attempt, 0, err
+			return 0, status{}, tries, 0, err
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
 		if body != nil {
@@ -444,32 +550,38 @@ func call(ctx context.Context, o Options, slots chan struct{}, method, url, toke
 		if idemKey != "" {
 			req.Header.Set("Idempotency-Key", idemKey)
 		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return 0, status{}, attempt, 0, ctx.Err()
+		if !slots.acquire(ctx) {
+			return 0, status{}, tries, 0, ctx.Err()
 		}
+		tries.sent++
 		sent := time.Now()
 		resp, err := o.Client.Do(req)
 		if err != nil {
-			<-slots
+			slots.release()
+			tries.unanswered++
 			lastErr = err
 			continue
 		}
 		raw, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		<-slots
+		slots.release()
 		if err != nil {
+			tries.unanswered++
 			lastErr = err
 			continue
 		}
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			if resp.StatusCode >= 500 {
+				tries.status5xx++
+			} else {
+				tries.status429++
+			}
 			lastErr = fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, strings.TrimSpace(string(raw)))
 			continue
 		}
 		var st status
 		_ = json.Unmarshal(raw, &st)
-		return resp.StatusCode, st, attempt + 1, time.Since(sent), nil
+		return resp.StatusCode, st, tries, time.Since(sent), nil
 	}
-	return 0, status{}, attempt, 0, lastErr
+	return 0, status{}, tries, 0, lastErr
 }

@@ -151,6 +151,14 @@ func TestDriveClassifiesEveryBuyer(t *testing.T) {
 	if run.Results[0].Outcome == Failed || run.Results[0].PostStatus != 202 && run.Results[0].PostStatus != 409 {
 		t.Fatalf("retried buyer: %+v", run.Results[0])
 	}
+	// Its 503 is counted though the retry got an answer: a buyer saw it.
+	if s.Post5xx != 1 || s.Post429 != 0 || s.PostUnanswered != 0 || s.PostsNeverAnswered != 0 || run.Results[0].Post5xx != 1 {
+		t.Fatalf("POSTs 5xx %d, 429 %d, unanswered %d, never answered %d; want the one 503 alone",
+			s.Post5xx, s.Post429, s.PostUnanswered, s.PostsNeverAnswered)
+	}
+	if s.Profile != Uniform || s.Concurrency != 8 || s.PeakPostsInFlight < 1 || s.PeakPostsInFlight > 8 {
+		t.Fatalf("profile %q, concurrency %d, peak in flight %d; want uniform, 8 and at most 8", s.Profile, s.Concurrency, s.PeakPostsInFlight)
+	}
 }
 
 func TestPlanIsDeterministicAndValid(t *testing.T) {

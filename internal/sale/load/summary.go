@@ -27,12 +27,40 @@ type Summary struct {
 	// AdmissionWindow is from the start to the last POST answered: how long the API took to
 	// take in the whole burst.
 	AdmissionWindow time.Duration
+	// Profile, Concurrency and PeakPostsInFlight are the run's (see Run); ArrivalSpread is
+	// from the start to the last buyer's arrival, what a burst keeps within BurstWindow, and
+	// ClientLag the most the client was late to a buyer's arrival (Result.Began): a large
+	// one says the machine could not drive the profile as planned.
+	Profile           Profile
+	Concurrency       int
+	PeakPostsInFlight int
+	ArrivalSpread     time.Duration
+	ClientLag         time.Duration
+	// Post5xx, Post429 and PostUnanswered count the POST attempts answered 5xx, answered 429,
+	// and not answered at all (Result's), retried ones included; PostsNeverAnswered the
+	// buyers who sent a POST and got no final answer to it however often they retried (every
+	// attempt 5xx, 429 or unanswered): together what a buyer is never to see.
+	Post5xx, Post429, PostUnanswered int
+	PostsNeverAnswered               int
 }
 
 // Summarize counts outcomes and collects latencies.
 func (r *Run) Summarize() Summary {
-	s := Summary{Buyers: len(r.Results), Duration: r.Finished.Sub(r.Started), ByOutcome: map[Outcome]int{}, AdmissionCodes: map[string]int{}}
+	s := Summary{Buyers: len(r.Results), Duration: r.Finished.Sub(r.Started), ByOutcome: map[Outcome]int{}, AdmissionCodes: map[string]int{},
+		Profile: r.Profile.orUniform(), Concurrency: r.Concurrency, PeakPostsInFlight: r.PeakPostsInFlight}
 	for _, res := range r.Results {
+		if d := res.Start.Sub(r.Started); !res.Start.IsZero() && d > s.ArrivalSpread {
+			s.ArrivalSpread = d
+		}
+		if d := res.Began.Sub(res.Start); !res.Began.IsZero() && d > s.ClientLag {
+			s.ClientLag = d
+		}
+		s.Post5xx += res.Post5xx
+		s.Post429 += res.Post429
+		s.PostUnanswered += res.PostUnanswered
+		if res.Posts > 0 && res.PostStatus == 0 {
+			s.PostsNeverAnswered++
+		}
 		s.ByOutcome[res.Outcome]++
 		if res.Outcome == AdmissionRejected {
 			s.AdmissionCodes[res.PostCode]++

@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/seatsaga/seatsaga/internal/sale/bill"
 )
 
 // Row is one line of a table: a label and its value.
@@ -92,6 +94,10 @@ type Report struct {
 	Histograms []Histogram
 	Bars       []BarChart
 	Graph      *Graph
+	// Bill is the run's AWS bill at list prices (nil: the page has no bill section); Usage,
+	// when set, is what it priced, for the notes under it.
+	Bill  *bill.Bill
+	Usage *bill.Usage
 }
 
 // NewHistogram buckets values (milliseconds) on a log scale and computes percentiles.
@@ -339,7 +345,21 @@ func clipName(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-var page = template.Must(template.New("report").Parse(pageHTML))
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"usd": bill.FormatUSD, "quantity": bill.FormatQuantity, "share": share,
+	"meanMs": func(f bill.FunctionUsage) string {
+		return fmt.Sprintf("%.0f", float64(f.BilledMs)/float64(max(f.Requests, 1)))
+	},
+	"prices": func() []bill.Price { return bill.Prices },
+}).Parse(pageHTML))
+
+// share is part's percentage of total.
+func share(part, total float64) string {
+	if total <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", 100*part/total)
+}
 
 const pageHTML = `<!DOCTYPE html>
 <html lang="en" data-report-state="loading">
@@ -375,6 +395,13 @@ figcaption{font-weight:600;margin-bottom:4px}
 <h2>Summary</h2>
 <table id="summary">{{range .Summary}}<tr><th>{{.Label}}</th><td class="v">{{.Value}}</td></tr>{{end}}</table>
 
+{{with .Bill}}<h2>AWS bill</h2>
+<p class="meta">What the run used, priced at {{.Region}} list prices of {{.PricesAsOf}} (internal/sale/bill): {{usd .Total}} in all, {{usd .PerBooking}} per booking ({{.Bookings}}), {{usd .Per1000Buyers}} per 1,000 buyers ({{.Buyers}}). No free tier; lines marked estimated are sized from typical records, not measured.</p>
+<table id="bill"><tr><th>service</th><th>item</th><th>quantity</th><th>unit</th><th>USD</th><th>share</th></tr>{{$total := .Total}}{{range .Lines}}<tr><td>{{.Service}}</td><td>{{.Item}}</td><td class="v">{{quantity .Quantity .Unit}}</td><td>{{.Unit}}</td><td class="v">{{usd .USD}}</td><td class="v">{{share .USD $total}}</td></tr>{{end}}<tr><th colspan="4">total</th><td class="v"><b>{{usd .Total}}</b></td><td></td></tr></table>
+<p class="meta" id="bill-dominant">Dominant: {{range $i, $l := .Dominant}}{{if $i}}; {{end}}{{$l.Service}} {{$l.Item}} {{usd $l.USD}} ({{share $l.USD $total}}){{end}}.</p>
+{{with $.Usage}}<p class="meta" id="bill-notes">State transitions: {{.StateTransitions}} states entered and {{.TransitionRetries}} retried attempts. DynamoDB: {{.DynamoDB.Calls}} calls, {{.DynamoDB.TransactionItems}} transaction items at two units each, {{.DynamoDB.FailedWrites}} writes refused by their condition and billed all the same; {{printf "%.0f" .DynamoDB.EstimatedUnits}} of the units are estimated from the requests. Lambda's GB-seconds are priced from the local host's wall time per invocation (mean ms): {{range $i, $f := .Functions}}{{if $i}}, {{end}}{{$f.Name}} {{meanMs $f}}{{end}}.</p>{{end}}
+<table class="meta" id="prices"><tr><th>price</th><th>USD per unit</th><th>source</th></tr>{{range prices}}<tr><td>{{.Service}}, {{.Item}}</td><td class="v">{{printf "%.10g" .USD}} per {{.Unit}}</td><td>{{.Source}}{{if not .Verified}} (unverified on AWS's page){{end}}</td></tr>{{end}}</table>
+{{end}}
 <h2>Seats by state over time</h2>
 <div class="charts"><figure><canvas id="timeline" width="900" height="300" data-chart="timeline"></canvas></figure></div>
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatsaga/seatsaga/internal/sale/bill"
 	"github.com/seatsaga/seatsaga/statemachine"
 )
 
@@ -194,5 +195,37 @@ func TestAlarmsAreListedAndMarkedOnTheTimeline(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "No alarm changed state.") {
 		t.Error("a run without alarm changes does not say so")
+	}
+}
+
+// A run's AWS bill is a table of its lines with the total, the per-booking and per-1,000-buyer
+// costs, the dominant lines and the price table's sources; a page without a bill has no such
+// section, and the bill adds no script and loads nothing.
+func TestBillIsTabled(t *testing.T) {
+	b := bill.Compute(bill.Usage{StateTransitions: 4000, APIRequests: 1000,
+		Functions: []bill.FunctionUsage{{Name: "api", MemoryMB: 512, Requests: 1000, BilledMs: 20000}}}, 10, 100)
+	var buf bytes.Buffer
+	u := bill.Usage{StateTransitions: 4000, TransitionRetries: 7,
+		Functions: []bill.FunctionUsage{{Name: "api", MemoryMB: 512, Requests: 1000, BilledMs: 20000}}}
+	if err := Write(&buf, Report{Title: "demo", Bill: &b, Usage: &u}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`<table id="bill">`, "Standard state transitions (retries included)", "REST API requests",
+		"$0.1000", "us-east-1", bill.PricesAsOf, `id="bill-dominant"`, "https://aws.amazon.com/step-functions/pricing/",
+		"per 1,000 buyers (100)", "7 retried attempts", "api 20"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//`).FindString(page); m != "" {
+		t.Fatalf("page references an external resource: %q", m)
+	}
+	buf.Reset()
+	if err := Write(&buf, Report{Title: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), `id="bill"`) {
+		t.Error("a page without a bill has a bill section")
 	}
 }

@@ -5,7 +5,9 @@
 // invokes the route's Lambda function and turns its APIGatewayProxyResponse back into HTTP.
 //
 // Functions are invoked through an Invoker, in the local stack the Lambda Invoke API of the
-// Lambda host, so every request is counted and faulted like any other invocation.
+// Lambda host, so every request is counted and faulted like any other invocation. A stage
+// given a throttle (Options.Throttle, its rate and burst) answers the requests past it 429,
+// as API Gateway does, without invoking anything.
 package apigateway
 
 import (
@@ -27,7 +29,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/twin/serve"
+	"github.com/seatsaga/seatsaga/internal/twin/throttle"
 )
 
 // Invoker calls a Lambda function synchronously with a JSON payload. A function error (the
@@ -71,6 +75,14 @@ type Options struct {
 	// matched: what API Gateway publishes as the API's metrics (Count, 4XXError, 5XXError,
 	// Latency). It runs on the request's goroutine and must not block.
 	Observer func(Request)
+	// Throttle, when set, is the stage's throttling: Size its burst limit, RefillPerSecond its
+	// rate limit, one token bucket for every method of the stage (its */* method settings).
+	// A request past it is answered 429 {"message":"Too Many Requests"}, as API Gateway
+	// answers it, and never reaches the function. nil throttles nothing.
+	Throttle *throttle.Limit
+	// Clock is what the throttle's bucket refills on (default clock.Real{}): the stack's
+	// clock, so that under a scaled clock the stage admits its rate per second of that clock.
+	Clock clock.Clock
 }
 
 // Request is one answered request.
@@ -89,6 +101,8 @@ type Server struct {
 	opts  Options
 	log   *slog.Logger
 	apiID string
+	// bucket is Options.Throttle's; nil when the stage is not throttled.
+	bucket *throttle.Bucket
 
 	server serve.Server
 }
@@ -107,6 +121,9 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Logger, apiID: randomHex(5), server: serve.Server{Name: "apigateway"}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Throttle != nil {
+		s.bucket = throttle.New(opts.Clock, *opts.Throttle)
 	}
 	return s
 }
@@ -204,6 +221,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, start time.Time) 
 		// What API Gateway REST answers for a path or method it has no resource for.
 		writeMessage(w, http.StatusForbidden, "Missing Authentication Token")
 		return ""
+	}
+	// The stage's throttle comes before the authorizer: a throttled request costs no
+	// authorization and no invocation.
+	if s.bucket != nil && !s.bucket.Take() {
+		s.log.Debug("apigateway: throttled", "requestId", requestID, "route", route.Method+" "+route.Resource)
+		writeMessage(w, http.StatusTooManyRequests, "Too Many Requests")
+		return route.Resource
 	}
 	for k, v := range params {
 		// API Gateway passes path parameters URL-decoded.
@@ -376,6 +400,8 @@ func errorType(status int) string {
 		return "UnauthorizedException"
 	case http.StatusGatewayTimeout:
 		return "IntegrationTimeout"
+	case http.StatusTooManyRequests:
+		return "TooManyRequestsException"
 	}
 	return "InternalServerErrorException"
 }

@@ -45,6 +45,12 @@ type Options struct {
 	// time final and before Done is closed: what a service publishes per closed execution
 	// (metrics) hooks in here, at no cost per state transition.
 	OnFinish func(*Execution)
+	// BeforeTransition, when set, is called before every state transition (a state entered,
+	// or an attempt retried, as Step Functions counts them) with the execution's context, and
+	// waited on: Step Functions' state-transition throttle hooks in here, delaying transitions
+	// rather than failing them. An error, which it returns only when the context ended, aborts
+	// the run as a stop does.
+	BeforeTransition func(context.Context) error
 }
 
 // Engine runs executions of parsed state machines.
@@ -57,6 +63,8 @@ type Engine struct {
 	jitter  func() float64
 	// onFinish is Options.OnFinish.
 	onFinish func(*Execution)
+	// beforeTransition is Options.BeforeTransition.
+	beforeTransition func(context.Context) error
 
 	tokMu    sync.Mutex
 	tokens   map[string]*tokenWait
@@ -71,7 +79,8 @@ type Engine struct {
 // NewEngine returns an engine.
 func NewEngine(o Options) *Engine {
 	e := &Engine{clock: o.Clock, invoker: o.Invoker, mocker: o.Mocker, region: o.Region, log: o.Logger, jitter: o.Jitter,
-		tokens: map[string]*tokenWait{}, finished: map[string]error{}, machines: map[string]string{}, onFinish: o.OnFinish}
+		tokens: map[string]*tokenWait{}, finished: map[string]error{}, machines: map[string]string{}, onFinish: o.OnFinish,
+		beforeTransition: o.BeforeTransition}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

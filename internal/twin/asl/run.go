@@ -118,7 +118,19 @@ func (t *thread) ctxObject(s *State, entered time.Time, retries int) map[string]
 	}
 }
 
+// admitTransition waits until Options.BeforeTransition lets the thread make its next state
+// transition; it fails only when the execution was stopped meanwhile.
+func (t *thread) admitTransition() *StateError {
+	if f := t.x.engine.beforeTransition; f != nil && f(t.ctx) != nil {
+		return &StateError{Name: "States.Aborted", Cause: "execution stopped"}
+	}
+	return nil
+}
+
 func (t *thread) runState(s *State, input any) (out any, next string, serr *StateError) {
+	if err := t.admitTransition(); err != nil {
+		return nil, "", err
+	}
 	t.x.transitions.Add(1)
 	entered := t.x.engine.clock.Now()
 	t.event(s.Type+"StateEntered", "stateEnteredEventDetails", map[string]any{
@@ -373,6 +385,10 @@ func (t *thread) retryLoop(s *State, raw any, entered time.Time, counts []int, r
 				retries++
 				if clock.Sleep(t.ctx, t.x.engine.clock, d) != nil {
 					return nil, "", t.aborted()
+				}
+				// A retry is a state transition to Step Functions, throttled as one.
+				if err := t.admitTransition(); err != nil {
+					return nil, "", err
 				}
 				retried = true
 			}

@@ -9,6 +9,10 @@
 //
 // Tests can make a function fail before its handler runs (a Lambda service error), fail after
 // it returned (its effects happened, the caller sees an error), or answer slowly.
+//
+// Concurrency follows Lambda's model (concurrency.go): an account limit, each function's
+// reserved concurrency carved out of it, and the rest shared by the other functions; an
+// invocation over its pool is refused 429 TooManyRequestsException as Lambda refuses it.
 package lambdahost
 
 import (
@@ -46,8 +50,11 @@ const (
 type Options struct {
 	Region    string
 	AccountID string
-	// MaxConcurrency caps invocations in flight across the host; excess requests get 429
-	// TooManyRequestsException as on AWS. Zero means DefaultMaxConcurrency; negative, no cap.
+	// MaxConcurrency is the account's concurrency limit: the invocations in flight across the
+	// host, of which each function's reserved concurrency is carved out (see concurrency.go).
+	// Excess requests get 429 TooManyRequestsException as on AWS. Zero means
+	// DefaultMaxConcurrency; negative, no account limit (reservations still cap their
+	// functions).
 	MaxConcurrency int
 	// Timeout is the function timeout used when Register is not given one: the handler's
 	// context deadline, and the point at which the caller gets a Sandbox.Timedout error.
@@ -77,15 +84,18 @@ type Report struct {
 type FunctionConfig struct {
 	// Timeout overrides Options.Timeout for this function.
 	Timeout time.Duration
-	// ReservedConcurrency caps this function's invocations in flight (0: no per-function cap).
+	// ReservedConcurrency reserves that many of the account's slots for this function alone
+	// and caps it there; the other functions share what is left (0: no reservation, the
+	// function runs in the unreserved pool).
 	ReservedConcurrency int
 }
 
 // Host serves registered handlers over the Lambda Invoke API.
 type Host struct {
-	opts    Options
-	log     *slog.Logger
-	hostSem chan struct{}
+	opts Options
+	log  *slog.Logger
+	// unreserved is the pool every function without reserved concurrency runs in.
+	unreserved *pool
 
 	mu        sync.RWMutex
 	functions map[string]*function
@@ -99,7 +109,10 @@ type function struct {
 	handler any
 	proc    *Process // set instead of fn for a function served by a real process
 	timeout time.Duration
-	sem     chan struct{}
+	// pool is the function's reservation, or the host's unreserved pool; reserved is the
+	// reservation's size (0 for none).
+	pool     *pool
+	reserved int
 
 	faultMu sync.Mutex
 	before  []countedFailure
@@ -138,9 +151,7 @@ func New(opts Options) *Host {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	if opts.MaxConcurrency > 0 {
-		h.hostSem = make(chan struct{}, opts.MaxConcurrency)
-	}
+	h.unreserved = newPool(opts.MaxConcurrency, ReasonUnreserved)
 	return h
 }
 
@@ -163,11 +174,8 @@ func (h *Host) register(name string, f *function, cfg FunctionConfig) {
 	if cfg.Timeout > 0 {
 		f.timeout = cfg.Timeout
 	}
-	if cfg.ReservedConcurrency > 0 {
-		f.sem = make(chan struct{}, cfg.ReservedConcurrency)
-	}
 	h.mu.Lock()
-	h.functions[name] = f
+	h.carve(f, max(cfg.ReservedConcurrency, 0))
 	h.mu.Unlock()
 }
 
@@ -312,71 +320,29 @@ func (h *Host) serveInvoke(w http.ResponseWriter, r *http.Request) {
 		// accepted now and never throttled; faults after the handler are invisible to the
 		// caller, as on AWS.
 		go func() {
-			h.acquireWait(f)
-			defer h.release(f)
+			f.pool.acquire()
+			defer f.pool.release()
 			h.invoke(context.Background(), f, call)
 		}()
 		w.Header().Set("X-Amz-Executed-Version", "$LATEST")
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if reason, ok := h.acquire(f); !ok {
+	if !f.pool.tryAcquire() {
 		f.throttles.Add(1)
 		h.report(Report{Function: f.name, Throttled: true})
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusTooManyRequests, "TooManyRequestsException", map[string]string{
-			"Reason":  reason,
+			"Reason":  f.pool.reason,
 			"Type":    "User",
 			"message": "Rate Exceeded.",
 		})
 		return
 	}
 
-	defer h.release(f)
+	defer f.pool.release()
 	res := h.invoke(r.Context(), f, call)
 	res.write(w)
-}
-
-// acquire takes a concurrency slot from the host and the function without waiting; Lambda
-// throttles rather than queues synchronous invocations.
-func (h *Host) acquire(f *function) (reason string, ok bool) {
-	if h.hostSem != nil {
-		select {
-		case h.hostSem <- struct{}{}:
-		default:
-			return "ConcurrentInvocationLimitExceeded", false
-		}
-	}
-	if f.sem != nil {
-		select {
-		case f.sem <- struct{}{}:
-		default:
-			if h.hostSem != nil {
-				<-h.hostSem
-			}
-			return "ReservedFunctionConcurrentInvocationLimitExceeded", false
-		}
-	}
-	return "", true
-}
-
-// acquireWait takes the same slots, waiting for them: asynchronous invocations queue.
-func (h *Host) acquireWait(f *function) {
-	if h.hostSem != nil {
-		h.hostSem <- struct{}{}
-	}
-	if f.sem != nil {
-		f.sem <- struct{}{}
-	}
-}
-
-func (h *Host) release(f *function) {
-	if f.sem != nil {
-		<-f.sem
-	}
-	if h.hostSem != nil {
-		<-h.hostSem
-	}
 }
 
 type invocation struct {

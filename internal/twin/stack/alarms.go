@@ -120,6 +120,7 @@ func (st *Stack) observeExecution(ev stepfunctions.ExecutionEvent) {
 // observeRequest publishes what API Gateway publishes per request of the REST API: Count,
 // 4XXError and 5XXError (1 or 0 each) and Latency, per API and per API and stage.
 func (st *Stack) observeRequest(r apigateway.Request) {
+	st.usage.observeRequest(r)
 	now := st.Clock.Now()
 	sets := []map[string]string{{"ApiName": APIName}, {"ApiName": APIName, "Stage": APIStage}}
 	st.put(alarms.APIGateway, "Count", 1, "Count", now, sets...)
@@ -141,7 +142,7 @@ func (st *Stack) functionMetrics(function string, env map[string]string) metrics
 	logs := cloudwatch.NewEMFWriter(st.CloudWatch, func(line []byte, err error) {
 		log.Warn("stack: CloudWatch Logs would reject the function's EMF line", "error", err.Error())
 	})
-	return teeRecorder{st.Metrics, app.Metrics(cfg, function, logs, emf.WithClock(st.Clock.Now),
+	return teeRecorder{st.Metrics, app.Metrics(cfg, function, st.countedMetricLog(function, logs), emf.WithClock(st.Clock.Now),
 		emf.WithErrorHandler(func(err error) { log.Warn("stack: the function's metrics were not written", "error", err.Error()) }))}
 }
 

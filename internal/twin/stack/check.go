@@ -51,6 +51,8 @@ func (st *Stack) Sources() invariants.Sources {
 		Bus:    busPublications{bus: st.Bus},
 		Now:    st.Clock.Now,
 		Grace:  st.cfg.SweepGrace,
+		// The cap the api enforces, as its environment gives it.
+		MaxActive: st.cfg.MaxActiveReservations,
 	}
 }
 
@@ -207,8 +209,13 @@ type ExecutionTrace struct {
 	// on the stack's clock (Exited is zero while a state runs).
 	States          []string
 	Entered, Exited []time.Time
-	// Transitions counts state transitions as AWS bills them (states entered).
+	// Transitions counts the states entered. Retries counts the task attempts scheduled after
+	// a state's first one, its Retry rules at work: Step Functions bills each as a state
+	// transition too, though no state is entered. Events counts the history's events, one
+	// CloudWatch Logs record each at the deployed logging level (ALL).
 	Transitions int
+	Retries     int
+	Events      int
 	Start, Stop time.Time
 }
 
@@ -249,12 +256,21 @@ func (st *Stack) trace(ctx context.Context, e invariants.Execution) (ExecutionTr
 		return t, err
 	}
 	var output, errName string
+	t.Events = len(events)
+	scheduled := 0 // task attempts scheduled since the last state was entered
 	for _, ev := range events {
 		if ev.StateEnteredEventDetails != nil && strings.HasSuffix(string(ev.Type), "StateEntered") {
 			t.States = append(t.States, aws.ToString(ev.StateEnteredEventDetails.Name))
 			t.Entered = append(t.Entered, aws.ToTime(ev.Timestamp))
 			t.Exited = append(t.Exited, time.Time{})
 			t.Transitions++
+			scheduled = 0
+		}
+		if ev.Type == sfntypes.HistoryEventTypeTaskScheduled || ev.Type == sfntypes.HistoryEventTypeLambdaFunctionScheduled {
+			if scheduled > 0 {
+				t.Retries++
+			}
+			scheduled++
 		}
 		if ev.StateExitedEventDetails != nil && len(t.States) > 0 {
 			t.Exited[len(t.Exited)-1] = aws.ToTime(ev.Timestamp)

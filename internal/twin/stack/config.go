@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
 )
 
 // Function names under which the Lambda host serves the handlers: the product's own names
@@ -56,6 +57,7 @@ const (
 	FnSweeper    = app.FnSweeper
 	FnRelay      = app.FnRelay
 	FnConsumer   = app.FnConsumer
+	FnStarter    = app.FnStarter
 )
 
 // SagaFunctions are the functions the state machine invokes, in saga order.
@@ -95,6 +97,9 @@ type Config struct {
 	// AdmissionLease is how long the API's admission gate keeps other buyers off a seat it let
 	// a buyer through for, if no claim follows (default config.DefaultAdmissionLease).
 	AdmissionLease time.Duration
+	// MaxActiveReservations caps one customer's reservations in progress (default
+	// config.DefaultMaxActive; negative: no cap).
+	MaxActiveReservations int
 	// AllowedOrigins are the browser origins the api's answers name (none by default).
 	AllowedOrigins []string
 	// LateSuccessPolicy is "reacquire" (default) or "void".
@@ -119,11 +124,33 @@ type Config struct {
 	// Stripe's 5 minutes); a compressed clock needs more.
 	WebhookTolerance time.Duration
 
-	// LambdaConcurrency caps invocations in flight in the Lambda host (default 1000, AWS's
-	// account default; excess invocations are throttled as on AWS).
+	// LambdaConcurrency is the Lambda host's account concurrency limit (default 1000, AWS's
+	// account default; negative, none), out of which each function's reserved concurrency is
+	// carved; excess invocations are throttled as on AWS.
 	LambdaConcurrency int
 	// LambdaTimeout is every function's timeout (default 30 s, wall clock).
 	LambdaTimeout time.Duration
+
+	// Unthrottled turns off every AWS quota the twin otherwise applies, for tests that need
+	// services that never refuse: the Step Functions API actions' and state transitions' token
+	// buckets (stepfunctions.DefaultQuotas, AWS's defaults for Standard workflows in the
+	// largest Regions), the Lambda account limit (LambdaConcurrency) and each function's
+	// reserved concurrency from its spec, and the API stage's rate and burst. The fields below
+	// tune or turn off one each.
+	Unthrottled bool
+	// StepFunctionsQuotas replaces the engine's quotas (nil: stepfunctions.DefaultQuotas);
+	// NoStepFunctionsQuotas turns them off. The stack's own SFN client reads through the
+	// engine's inspection endpoint, which is never throttled.
+	StepFunctionsQuotas   *stepfunctions.Quotas
+	NoStepFunctionsQuotas bool
+	// NoReservedConcurrency registers every function without its spec's reserved concurrency.
+	NoReservedConcurrency bool
+	// APIRateLimit (requests per second of Clock) and APIBurstLimit are the stage's throttle
+	// (defaults: the deployed stage's, deploy.DefaultAPIRateLimit and DefaultAPIBurstLimit);
+	// NoAPIThrottle turns it off.
+	APIRateLimit  float64
+	APIBurstLimit int
+	NoAPIThrottle bool
 
 	// RelayPollInterval is how often the stream reader polls the outbox stream (default
 	// 250 ms, wall clock). DisableRelay leaves the outbox unpublished.

@@ -23,6 +23,7 @@ func (st *Stack) startEngine(ctx context.Context) error {
 		AccountID:     AccountID,
 		Substitutions: Substitutions(),
 		Logger:        st.log,
+		Quotas:        st.stepFunctionsQuotas(),
 	})
 	url, err := srv.Start("127.0.0.1:0")
 	if err != nil {
@@ -38,7 +39,14 @@ func (st *Stack) startEngine(ctx context.Context) error {
 		return srv.Close()
 	})
 	st.Endpoints.StepFunctions = url
-	st.SFN = sfn.New(sfn.Options{Region: Region, BaseEndpoint: aws.String(url), Credentials: localCredentials()})
+	// The stack's own client (the invariant checker, the inspection, the tests' polls) reads
+	// through the inspection endpoint: what the twin looks at is not the account's traffic
+	// and must neither spend nor meet its quotas. The functions call the throttled one.
+	inspection, err := srv.StartInspection("127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	st.SFN = sfn.New(sfn.Options{Region: Region, BaseEndpoint: aws.String(inspection), Credentials: localCredentials()})
 	out, err := st.SFN.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{
 		Name:       aws.String(StateMachineName),
 		Definition: aws.String(string(st.Definition)),

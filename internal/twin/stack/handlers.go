@@ -17,6 +17,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/twin/awsgate"
+	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 )
 
 // LocalStripeKey is the secret key the handlers present to the payment simulator.
@@ -80,8 +81,14 @@ func (st *Stack) startGate() error {
 		}
 		st.deployment.secretARNs[name] = arn
 	}
-	if st.deployment.streamARN, err = relay.StreamARN(context.Background(), st.DynamoDB, st.Names.Of(tables.OutboxTable)); err != nil {
-		return fmt.Errorf("stack: %w", err)
+	st.deployment.streams = map[string]string{}
+	for _, t := range tables.All() {
+		if !t.StreamNewImage {
+			continue
+		}
+		if st.deployment.streams[t.Name], err = relay.StreamARN(context.Background(), st.DynamoDB, st.Names.Of(t.Name)); err != nil {
+			return fmt.Errorf("stack: %w", err)
+		}
 	}
 	return nil
 }
@@ -148,19 +155,19 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 		a, err := app.FromEnvironment(ctx, fn.Name, app.Runtime{
 			Lookup: config.MapLookup(env),
 			AWS:    st.FunctionAWSConfig(fn.Name),
-			Now:    st.Clock.Now, Logger: st.log.With("function", fn.Name), Metrics: st.functionMetrics(fn.Name, env),
+			Now:    st.Clock.Now, Logger: st.functionLogger(fn.Name), Metrics: st.functionMetrics(fn.Name, env),
 			Sender:            st.Notifications,
 			StripeTimeout:     st.cfg.PaymentsTimeout,
 			WebhookTolerance:  st.cfg.WebhookTolerance,
 			ReconcileAttempts: st.cfg.ReconcileAttempts, ReconcileBackoff: st.cfg.ReconcileBackoff,
-			DynamoDBOptions: dynamoOptions,
+			DynamoDBOptions: st.meteredDynamoDB(fn.Name, dynamoOptions),
 		})
 		if err != nil {
 			return fmt.Errorf("stack: %s does not start with what its spec deploys: %w", fn.Name, err)
 		}
 		h := a.Handlers()[fn.Name]
 		st.handlers[fn.Name] = h
-		st.Lambdas.Register(fn.Name, h)
+		st.Lambdas.RegisterWith(fn.Name, h, lambdahost.FunctionConfig{ReservedConcurrency: st.reservedConcurrency(fn)})
 	}
 	cfg, err := config.FromLookup(config.MapLookup(st.environments[FnSweeper]))
 	if err != nil {
@@ -174,8 +181,8 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 // Register the wrapper on Lambdas).
 func (st *Stack) Handler(function string) any { return st.handlers[function] }
 
-// relayStreams reads the outbox stream as Lambda's event source mapping does: under the relay's
-// role, through the gate.
-func (st *Stack) relayStreams() *dynamodbstreams.Client {
-	return dynamodbstreams.NewFromConfig(st.FunctionAWSConfig(FnRelay))
+// streamsOf reads a table's stream as Lambda's event source mapping does: under the role of the
+// function it invokes, through the gate.
+func (st *Stack) streamsOf(function string) *dynamodbstreams.Client {
+	return dynamodbstreams.NewFromConfig(st.FunctionAWSConfig(function))
 }

@@ -3,6 +3,7 @@ package stack
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/seatsaga/seatsaga/internal/alarms"
 	"slices"
 
 	"github.com/seatsaga/seatsaga/internal/deploy"
@@ -15,7 +16,7 @@ import (
 func (st *Stack) startQueues() {
 	st.SQS = sqs.New(sqs.Options{Clock: st.Clock, Metrics: st.CloudWatch, Region: Region, AccountID: AccountID})
 	retention := deploy.DefaultDelivery().DLQRetention
-	for _, name := range []string{deploy.RelayDLQ, deploy.ConsumerDLQ} {
+	for _, name := range alarms.DeadLetterQueues {
 		st.SQS.CreateQueue(name, retention)
 	}
 	st.SQS.Start()

@@ -216,7 +216,7 @@ func TestARelayFailingOneRecordForeverParksItInRelayDLQAndPublishesTheRest(t *te
 	}
 	poison, aged := byCondition[relay.ConditionRetryAttemptsExhausted], byCondition[relay.ConditionRecordAgeExceeded]
 	if info := poison.DDBStreamBatchInfo; info.BatchSize != 1 || info.StartSequenceNumber != info.EndSequenceNumber ||
-		info.StreamARN != st.deployment.streamARN || info.ShardID == "" || !info.ApproximateArrivalOfFirstRecord.Equal(queuesT0) {
+		info.StreamARN != st.deployment.streams[tables.OutboxTable] || info.ShardID == "" || !info.ApproximateArrivalOfFirstRecord.Equal(queuesT0) {
 		t.Errorf("the poison record's batch info %+v", info)
 	}
 	if poison.RequestContext.FunctionARN != FunctionARN(FnRelay) || poison.RequestContext.ApproximateInvokeCount < 1+d.RelayRetryAttempts ||
@@ -393,7 +393,7 @@ func TestTheRelaysIteratorAgeIsWallTimeOnACompressedClock(t *testing.T) {
 	c := clock.NewScaled(clock.Real{}, 30)
 	st := &Stack{Clock: c, CloudWatch: cloudwatch.NewStore()}
 	at := c.Now()
-	st.publishIteratorAge(at, time.Minute)
+	st.publishIteratorAge(FnRelay, at, time.Minute)
 	got := st.CloudWatch.Points(cloudwatch.SeriesOf("AWS/Lambda", "IteratorAge", map[string]string{"FunctionName": FnRelay}), at, at.Add(time.Second))
 	if len(got) != 1 || got[0].Value != 2000 {
 		t.Errorf("IteratorAge points %+v, want one of 2000 ms", got)

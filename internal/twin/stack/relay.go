@@ -12,9 +12,12 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
+	"github.com/seatsaga/seatsaga/internal/starter"
+	"github.com/seatsaga/seatsaga/internal/tables"
 	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
 )
 
@@ -28,9 +31,9 @@ import (
 func (st *Stack) startRelay(ctx context.Context) error {
 	d := deploy.DefaultDelivery()
 	reader := &relay.StreamReader{
-		Streams:                    st.relayStreams(),
-		StreamARN:                  st.deployment.streamARN,
-		Relay:                      relayFunction{st.Lambda},
+		Streams:                    st.streamsOf(FnRelay),
+		StreamARN:                  st.deployment.streams[tables.OutboxTable],
+		Relay:                      streamFunction{client: st.Lambda, name: FnRelay},
 		FunctionARN:                FunctionARN(FnRelay),
 		BatchSize:                  int32(d.RelayBatchSize),
 		BisectBatchOnFunctionError: d.RelayBisectBatchOnError,
@@ -40,7 +43,7 @@ func (st *Stack) startRelay(ctx context.Context) error {
 		OnFailure: func(_ context.Context, rec relay.FailureRecord) error {
 			return st.sendOnFailure(FnRelay, deploy.RelayDLQ, rec)
 		},
-		OnInvoke:     st.publishIteratorAge,
+		OnInvoke:     func(at time.Time, age time.Duration) { st.publishIteratorAge(FnRelay, at, age) },
 		RecordTime:   st.outboxRecordTime,
 		Now:          st.Clock.Now,
 		PollInterval: st.cfg.RelayPollInterval,
@@ -60,12 +63,12 @@ func (st *Stack) startRelay(ctx context.Context) error {
 // the mapping sending the batch. The age is given in wall time: it measures how far the
 // mapping is behind, which a compressed stack clock would otherwise stretch by its factor, so
 // a loaded machine's scheduling delay would read as an incident.
-func (st *Stack) publishIteratorAge(at time.Time, age time.Duration) {
+func (st *Stack) publishIteratorAge(function string, at time.Time, age time.Duration) {
 	if c, ok := st.Clock.(*clock.Scaled); ok {
 		age = time.Duration(float64(age) / c.Factor())
 	}
 	st.CloudWatch.Put(cloudwatch.Datum{
-		Namespace: "AWS/Lambda", Name: "IteratorAge", Dimensions: map[string]string{"FunctionName": FnRelay},
+		Namespace: "AWS/Lambda", Name: "IteratorAge", Dimensions: map[string]string{"FunctionName": function},
 		Value: float64(age.Milliseconds()), Unit: "Milliseconds", Time: at,
 	})
 }
@@ -84,29 +87,77 @@ func (st *Stack) outboxRecordTime(rec events.DynamoDBEventRecord) time.Time {
 	return st.Clock.Now()
 }
 
-// relayFunction hands a batch to the relay function with a synchronous invocation, as Lambda's
-// event source mapping does: a function error fails the whole batch, a partial batch response
-// names the records to retry, and an invocation Lambda refused (a throttle, a service error)
-// did not run the function at all.
-type relayFunction struct{ client *lambda.Client }
+// streamFunction hands a batch to a stream's function (the relay, the starter) with a
+// synchronous invocation, as Lambda's event source mapping does: a function error fails the
+// whole batch, a partial batch response names the records to retry, and an invocation Lambda
+// refused (a throttle, a service error) did not run the function at all.
+type streamFunction struct {
+	client *lambda.Client
+	name   string
+}
 
-func (f relayFunction) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+func (f streamFunction) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return events.DynamoDBEventResponse{}, err
 	}
-	out, err := f.client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(FnRelay), Payload: payload})
+	out, err := f.client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(f.name), Payload: payload})
 	if err != nil {
-		return events.DynamoDBEventResponse{}, fmt.Errorf("%w: invoke the relay: %w", relay.ErrNotInvoked, err)
+		return events.DynamoDBEventResponse{}, fmt.Errorf("%w: invoke the %s: %w", relay.ErrNotInvoked, f.name, err)
 	}
 	if out.FunctionError != nil {
 		return events.DynamoDBEventResponse{}, &relay.FunctionError{Type: aws.ToString(out.FunctionError), Payload: out.Payload}
 	}
 	var resp events.DynamoDBEventResponse
 	if err := json.Unmarshal(out.Payload, &resp); err != nil {
-		return events.DynamoDBEventResponse{}, fmt.Errorf("the relay's response: %w", err)
+		return events.DynamoDBEventResponse{}, fmt.Errorf("the %s's response: %w", f.name, err)
 	}
 	return resp, nil
+}
+
+// startStarter plays the Admissions table's stream event source mapping, with the starter's
+// deployed settings (deploy.Delivery): each batch invokes the starter, which starts the
+// executions Step Functions throttled at the api; a start it keeps failing is retried until
+// the record is too old, then parked in StarterDLQ. Each invocation publishes the starter's
+// IteratorAge: how long queued winners wait.
+func (st *Stack) startStarter() {
+	d := deploy.DefaultDelivery()
+	reader := &relay.StreamReader{
+		Streams:                 st.streamsOf(FnStarter),
+		StreamARN:               st.deployment.streams[tables.AdmissionsTable],
+		Relay:                   streamFunction{client: st.Lambda, name: FnStarter},
+		FunctionARN:             FunctionARN(FnStarter),
+		BatchSize:               int32(d.StarterBatchSize),
+		ReportBatchItemFailures: true,
+		Filter: func(rec events.DynamoDBEventRecord) bool {
+			_, _, ok := starter.Queued(rec)
+			return ok
+		},
+		MaximumRetryAttempts: d.StarterRetryAttempts,
+		MaximumRecordAge:     d.StarterMaxRecordAge,
+		OnFailure: func(_ context.Context, rec relay.FailureRecord) error {
+			return st.sendOnFailure(FnStarter, deploy.StarterDLQ, rec)
+		},
+		OnInvoke: func(at time.Time, age time.Duration) { st.publishIteratorAge(FnStarter, at, age) },
+		RecordTime: func(rec events.DynamoDBEventRecord) time.Time {
+			// The api stamped the queueing on the stack's clock; DynamoDB Local's stamp is
+			// the wall clock rounded to the minute.
+			if v, ok := rec.Change.NewImage[tables.AttrStartQueuedAt]; ok && v.DataType() == events.DataTypeString {
+				if t, err := time.Parse(inventory.TimeLayout, v.String()); err == nil {
+					return t
+				}
+			}
+			return st.Clock.Now()
+		},
+		Now:          st.Clock.Now,
+		PollInterval: st.cfg.RelayPollInterval,
+		Log:          st.log,
+	}
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		_ = reader.Run(st.ctx)
+	}()
 }
 
 // busPublications lists what the relay published, as the invariant checker reads it: the

@@ -15,8 +15,8 @@ import (
 // get.
 type localDeployment struct {
 	st *Stack
-	// streamARN is the outbox table's stream, as DynamoDB Local names it.
-	streamARN string
+	// streams are the tables' streams by logical table name, as DynamoDB Local names them.
+	streams map[string]string
 	// secretARNs are the local Secrets Manager's ARNs by deploy secret name.
 	secretARNs map[string]string
 }
@@ -30,7 +30,7 @@ func (d *localDeployment) ARN(fn string, r deploy.Resource) string {
 	case deploy.TableIndex:
 		return d.st.Gate.TableARN(d.st.Names.Of(r.Name)) + "/index/" + r.Index
 	case deploy.TableStream:
-		return d.streamARN
+		return d.streams[r.Name]
 	case deploy.StateMachine:
 		return d.st.StateMachineARN
 	case deploy.Executions:
@@ -68,6 +68,8 @@ func (d *localDeployment) Setting(name string) string {
 		return strconv.Itoa(cfg.MaxSeats)
 	case config.EnvAdmissionLeaseSeconds:
 		return strconv.Itoa(int(cfg.AdmissionLease.Seconds()))
+	case config.EnvMaxActiveReservations:
+		return strconv.Itoa(cfg.MaxActiveReservations)
 	case config.EnvSweepGraceSeconds:
 		return strconv.Itoa(int(cfg.SweepGrace.Seconds()))
 	case config.EnvMetricsNamespace:

@@ -15,6 +15,7 @@ import (
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/sale/bill"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
 	"github.com/seatsaga/seatsaga/internal/sale/load"
 	"github.com/seatsaga/seatsaga/internal/twin/awsgate"
@@ -103,9 +104,15 @@ type SaleOptions struct {
 	Pricing *Pricing
 	Seed    int64
 	Faults  FaultPlan
-	// Concurrency bounds buyers in flight; PollInterval is how often a buyer reads its status.
+	// Concurrency bounds buyers in flight (a burst profile raises it: load.Profile.Concurrency);
+	// PollInterval is how often a buyer reads its status.
 	Concurrency  int
 	PollInterval time.Duration
+	// Profile is how the buyers arrive and which seats they want (empty: load.Uniform);
+	// HotShare is the hot profile's share of first choices on the best tenth of the seats
+	// (0: load.DefaultHotShare).
+	Profile  load.Profile
+	HotShare float64
 	// BuyerTimeout bounds one buyer's wait for a final status (wall clock); SettleTimeout the
 	// wait for the whole stack to go quiet after the last buyer (wall clock).
 	BuyerTimeout  time.Duration
@@ -153,6 +160,9 @@ type SaleResult struct {
 	// since then, in order.
 	Start  time.Time
 	Alarms []cloudwatch.Transition
+	// Usage is what the sale used in the units AWS bills (bill.Usage), over the same window as
+	// Calls; Figures prices it.
+	Usage bill.Usage
 
 	stateTypes map[string]string
 }
@@ -180,6 +190,7 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	}
 	buyers, err := load.Plan(load.PlanOptions{
 		Buyers: o.Buyers, Seats: seats, SeatsPerBuyer: o.SeatsPerBuyer, Mix: o.Mix, Seed: o.Seed,
+		Profile: o.Profile, HotShare: o.HotShare,
 	})
 	if err != nil {
 		return nil, err
@@ -189,10 +200,11 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	}
 	st.Lambdas.ResetStats()
 	callsBefore, runsBefore := st.Gate.Calls(), st.apiRuns()
+	usageBefore := st.usageMark()
 	sampler := st.SampleSeats(o.SampleInterval)
 	res := &SaleResult{Options: o, Start: st.Clock.Now()}
 	res.Run, err = load.Drive(ctx, load.Options{
-		BaseURL: st.Endpoints.API, EventID: o.EventID, Buyers: buyers,
+		BaseURL: st.Endpoints.API, EventID: o.EventID, Buyers: buyers, Profile: o.Profile,
 		Concurrency: o.Concurrency, Token: st.Token,
 		PollInterval: o.PollInterval, SettleTimeout: o.BuyerTimeout,
 		Progress: o.Progress,
@@ -244,6 +256,9 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 		if n -= runsBefore[route]; n > 0 {
 			res.APIRuns[route] = n
 		}
+	}
+	if res.Usage, err = st.usageSince(ctx, usageBefore, res); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -494,10 +509,38 @@ type Figures struct {
 	SagaDynamoDBRequestsPerBooking float64 `json:"sagaDynamoDBRequestsPerBooking"`
 	APIDynamoDBRequestsPerRequest  float64 `json:"apiDynamoDBRequestsPerRequest"`
 
+	// TransitionRetries are the task attempts retried within a state, billed as transitions
+	// beyond Transitions (which counts states entered). AWSUsage is what the sale used in the
+	// units AWS bills; AWSBill prices it at the list prices of bill.Prices.
+	TransitionRetries int        `json:"stateTransitionRetries"`
+	AWSUsage          bill.Usage `json:"awsUsage"`
+	AWSBill           bill.Bill  `json:"awsBill"`
+
 	InvariantsPass bool    `json:"invariantsPass"`
 	Violations     int     `json:"violations"`
 	Settled        bool    `json:"settled"`
 	SettleSeconds  float64 `json:"settleSeconds"`
+
+	// Profile is the arrival profile the buyers were planned and driven with (load.Profile),
+	// HotShare the hot profile's share of first choices on the best tenth of the seats (zero
+	// for the others). Concurrency is the bound on POSTs in flight the client applied, after
+	// the profile raised it; PeakPostsInFlight the most that were sent and unanswered at once;
+	// ArrivalSeconds the time from the start to the last buyer's arrival, and
+	// ClientLagSeconds the most the client was late to an arrival (a busy machine's, which
+	// the POST latencies include).
+	Profile           string  `json:"profile"`
+	HotShare          float64 `json:"hotShare,omitempty"`
+	Concurrency       int     `json:"concurrency"`
+	PeakPostsInFlight int     `json:"peakPostsInFlight"`
+	ArrivalSeconds    float64 `json:"arrivalSeconds"`
+	ClientLagSeconds  float64 `json:"clientLagSeconds"`
+	// Posts5xx, Posts429 and PostsUnanswered count the buyers' POST attempts answered 5xx,
+	// answered 429, and not answered at all, retried ones included; PostsNeverAnswered the
+	// buyers whose POST got no final answer however often they retried (load.Summary).
+	Posts5xx           int `json:"postsAnswered5xx"`
+	Posts429           int `json:"postsAnswered429"`
+	PostsUnanswered    int `json:"postsUnanswered"`
+	PostsNeverAnswered int `json:"postsNeverAnswered"`
 }
 
 // Figures computes the sale's numbers.
@@ -514,6 +557,15 @@ func (r *SaleResult) Figures() Figures {
 		Settled: r.Settled, SettleSeconds: r.SettleTime.Seconds(),
 		AdmissionSeconds: s.AdmissionWindow.Seconds(), AdmissionsPerSecond: s.AdmissionThroughput(),
 		StatusPolls: s.Polls, APIPosts: r.APIRuns[RouteCreate], APIPolls: r.APIRuns[RouteStatus],
+	}
+	f.Profile, f.Concurrency, f.PeakPostsInFlight = string(s.Profile), s.Concurrency, s.PeakPostsInFlight
+	f.ArrivalSeconds, f.ClientLagSeconds = s.ArrivalSpread.Seconds(), s.ClientLag.Seconds()
+	f.Posts5xx, f.Posts429, f.PostsUnanswered, f.PostsNeverAnswered = s.Post5xx, s.Post429, s.PostUnanswered, s.PostsNeverAnswered
+	if s.Profile == load.Hot {
+		f.HotShare = r.Options.HotShare
+		if f.HotShare == 0 {
+			f.HotShare = load.DefaultHotShare
+		}
 	}
 	for k, v := range s.ByOutcome {
 		f.Outcomes[string(k)] = v
@@ -613,6 +665,9 @@ func (r *SaleResult) Figures() Figures {
 	if happyN > 0 {
 		f.HappyPathTransitions = float64(happy) / float64(happyN)
 	}
+	f.TransitionRetries = int(r.Usage.TransitionRetries)
+	f.AWSUsage = r.Usage
+	f.AWSBill = bill.Compute(r.Usage, bookings, s.Buyers)
 	return f
 }
 

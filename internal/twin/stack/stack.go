@@ -121,6 +121,8 @@ type Stack struct {
 	deployment   *localDeployment
 	environments map[string]map[string]string
 	handlers     map[string]any
+	// usage counts what AWS would bill that the twin's services do not count (usage.go).
+	usage usageMeter
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -187,6 +189,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
+	st.startStarter()
 	st.startSweeper()
 	st.startAlarms()
 	st.log.Info("stack: up", "api", st.Endpoints.API, "stepFunctions", st.Endpoints.StepFunctions,
@@ -213,6 +216,12 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.AdmissionLease <= 0 {
 		cfg.AdmissionLease = config.DefaultAdmissionLease
+	}
+	switch {
+	case cfg.MaxActiveReservations == 0:
+		cfg.MaxActiveReservations = config.DefaultMaxActive
+	case cfg.MaxActiveReservations < 0:
+		cfg.MaxActiveReservations = 0
 	}
 	if cfg.SweepGrace <= 0 {
 		cfg.SweepGrace = config.DefaultSweepGrace
@@ -318,7 +327,7 @@ func (st *Stack) startLambdaHost() error {
 	st.Lambdas = lambdahost.New(lambdahost.Options{
 		Region:         Region,
 		AccountID:      AccountID,
-		MaxConcurrency: st.cfg.LambdaConcurrency,
+		MaxConcurrency: st.lambdaConcurrency(),
 		Timeout:        st.cfg.LambdaTimeout,
 		Logger:         st.log,
 		Observer:       st.observeInvocation,
@@ -346,6 +355,8 @@ func (st *Stack) startGateway() error {
 		Logger:     st.log,
 		Stage:      APIStage,
 		Observer:   st.observeRequest,
+		Throttle:   st.apiThrottle(),
+		Clock:      st.Clock,
 		Routes: []apigateway.Route{
 			{Method: "POST", Resource: "/events/{eventId}/reservations", Function: FnAPI, Authorized: true},
 			{Method: "GET", Resource: "/reservations/{id}", Function: FnAPI, Authorized: true},

@@ -1,6 +1,10 @@
 // Package stepfunctions serves the Step Functions API (awsJson1.0, X-Amz-Target
 // AWSStepFunctions.*) over the local ASL interpreter, so that
 // aws-sdk-go-v2/service/sfn works against it with only a base endpoint.
+//
+// Given Options.Quotas (DefaultQuotas are AWS's), it throttles as Step Functions does: an API
+// call past its action's token bucket is refused with ThrottlingException, and a state
+// transition past the state-transition bucket waits for its token.
 package stepfunctions
 
 import (
@@ -41,6 +45,10 @@ type Options struct {
 	// Functions publishes as the AWS/States metrics of the state machine. It runs on the
 	// goroutine that started or finished the execution and must not block.
 	Observer func(ExecutionEvent)
+	// Quotas, when set, throttles the API actions and the state transitions as Step Functions
+	// does (DefaultQuotas are AWS's defaults); nil throttles nothing. InspectionHandler and
+	// StartInspection serve the same API without them.
+	Quotas *Quotas
 }
 
 // ExecutionEvent is an execution starting (Status RUNNING) or closing (its final status:
@@ -61,6 +69,8 @@ type Server struct {
 	log    *slog.Logger
 	// observer is Options.Observer, or the one Observe set later.
 	observer atomic.Pointer[func(ExecutionEvent)]
+	// throttles are Options.Quotas' buckets.
+	throttles *throttles
 
 	mu         sync.Mutex
 	machines   map[string]*machine // by ARN
@@ -68,8 +78,9 @@ type Server struct {
 	byMachine  map[string][]*asl.Execution // by state machine ARN, in start order
 	names      map[string]*asl.Execution   // by state machine ARN + "\x00" + execution name
 
-	httpSrv  *http.Server
-	listener net.Listener
+	httpSrv *http.Server
+	// inspection serves InspectionHandler when StartInspection started it.
+	inspection *http.Server
 }
 
 type machine struct {
@@ -99,12 +110,19 @@ func New(o Options) *Server {
 		executions: map[string]*asl.Execution{},
 		byMachine:  map[string][]*asl.Execution{},
 		names:      map[string]*asl.Execution{},
+		throttles:  newThrottles(o.Clock, o.Quotas),
 	}
 	if o.Observer != nil {
 		s.observer.Store(&o.Observer)
 	}
+	// Without a state-transition bucket the engine is given no hook, and pays nothing per
+	// transition.
+	var beforeTransition func(context.Context) error
+	if s.throttles.transition != nil {
+		beforeTransition = s.throttles.beforeTransition
+	}
 	s.engine = asl.NewEngine(asl.Options{Clock: o.Clock, Invoker: o.Invoker, Mocker: o.Mocker, Region: o.Region, Logger: o.Logger,
-		OnFinish: s.executionClosed})
+		OnFinish: s.executionClosed, BeforeTransition: beforeTransition})
 	return s
 }
 
@@ -136,24 +154,46 @@ func (s *Server) executionClosed(x *asl.Execution) {
 // Engine exposes the interpreter (task tokens, waiting-task counts).
 func (s *Server) Engine() *asl.Engine { return s.engine }
 
-// Start serves on addr (e.g. "127.0.0.1:0") and returns the endpoint URL.
+// Start serves Handler on addr (e.g. "127.0.0.1:0") and returns the endpoint URL.
 func (s *Server) Start(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
+	srv, url, err := listen(addr, s.Handler())
 	if err != nil {
-		return "", fmt.Errorf("stepfunctions: listen %s: %w", addr, err)
+		return "", err
 	}
-	s.listener = ln
-	s.httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.httpSrv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), nil
+	s.httpSrv = srv
+	return url, nil
 }
 
-// Close stops the HTTP server (executions are not stopped).
-func (s *Server) Close() error {
-	if s.httpSrv == nil {
-		return nil
+// StartInspection serves InspectionHandler on addr and returns its endpoint URL; Close stops
+// it with the other.
+func (s *Server) StartInspection(addr string) (string, error) {
+	srv, url, err := listen(addr, s.InspectionHandler())
+	if err != nil {
+		return "", err
 	}
-	return s.httpSrv.Close()
+	s.inspection = srv
+	return url, nil
+}
+
+func listen(addr string, h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("stepfunctions: listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, "http://" + ln.Addr().String(), nil
+}
+
+// Close stops the HTTP servers (executions are not stopped).
+func (s *Server) Close() error {
+	var errs []error
+	for _, srv := range []*http.Server{s.httpSrv, s.inspection} {
+		if srv != nil {
+			errs = append(errs, srv.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Execution returns an execution by ARN.
@@ -216,8 +256,18 @@ func clientErr(code, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// Handler returns the HTTP handler for the API.
-func (s *Server) Handler() http.Handler {
+// Handler returns the HTTP handler for the API, throttled by Options.Quotas: the account's
+// endpoint, which the system under test calls.
+func (s *Server) Handler() http.Handler { return s.handler(s.throttles) }
+
+// InspectionHandler returns the same API with no API action throttled: the twin's own window on
+// the engine (the invariant checker reading every execution's history, a test polling an
+// execution's status), which is not the account's traffic and must not spend its quota or
+// be refused by it. State transitions stay throttled: they are the engine's, not the caller's.
+func (s *Server) InspectionHandler() http.Handler { return s.handler(nil) }
+
+// handler serves the API, admitting each call through t when t is set.
+func (s *Server) handler(t *throttles) http.Handler {
 	ops := map[string]func(json.RawMessage) (any, error){
 		"CreateStateMachine":               s.createStateMachine,
 		"DescribeStateMachine":             s.describeStateMachine,
@@ -248,6 +298,13 @@ func (s *Server) Handler() http.Handler {
 		}
 		if len(body) == 0 {
 			body = []byte("{}")
+		}
+		if t != nil {
+			if ae := t.admit(op); ae != nil {
+				s.log.Debug("stepfunctions operation throttled", "operation", op)
+				writeError(w, ae)
+				return
+			}
 		}
 		out, err := handle(body)
 		if err != nil {

@@ -83,7 +83,7 @@ func New(t testing.TB, defs ...tables.Table) *Env {
 	names := tables.Names{Prefix: Prefix(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := dynamodblocal.CreateTables(ctx, c, names, defs...); err != nil {
+	if err := dynamodblocal.CreateTables(ctx, c, names, withoutTTL(defs)...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -135,4 +135,20 @@ func randomID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return "t" + hex.EncodeToString(b)
+}
+
+// withoutTTL returns the tables (all of them when defs is empty) without TTL. Tests run on fake
+// clocks fixed at dates that pass, and DynamoDB Local expires items by the wall clock: with TTL
+// on, a test's items would vanish mid-test once its date is a week old. TTL is garbage
+// collection only (internal/tables), so no behaviour under test depends on it.
+func withoutTTL(defs []tables.Table) []tables.Table {
+	if len(defs) == 0 {
+		defs = tables.All()
+	}
+	out := make([]tables.Table, len(defs))
+	for i, d := range defs {
+		d.TTLAttribute = ""
+		out[i] = d
+	}
+	return out
 }

@@ -1,0 +1,77 @@
+package starter
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/tables"
+)
+
+const machine = "arn:aws:states:us-east-1:000000000000:stateMachine:reservation"
+
+// fakeSFN answers each start by name from answers (nil: started) and records every call.
+type fakeSFN struct {
+	answers map[string]error
+	calls   []*sfn.StartExecutionInput
+}
+
+func (f *fakeSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput, _ ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error) {
+	f.calls = append(f.calls, in)
+	return &sfn.StartExecutionOutput{}, f.answers[aws.ToString(in.Name)]
+}
+
+func record(seq, id string, queued bool) events.DynamoDBEventRecord {
+	img := map[string]events.DynamoDBAttributeValue{tables.AttrReservationID: events.NewStringAttribute(id),
+		tables.AttrAdmissionState: events.NewStringAttribute("ADMITTED")}
+	if queued {
+		img[tables.AttrStartQueued] = events.NewBooleanAttribute(true)
+		img[tables.AttrStartInput] = events.NewStringAttribute(`{"reservationId":"` + id + `"}`)
+	}
+	return events.DynamoDBEventRecord{EventName: "MODIFY", Change: events.DynamoDBStreamRecord{SequenceNumber: seq, NewImage: img}}
+}
+
+// Queued admissions are started in order under their reservation's name with their input; the
+// rest of the stream (new admissions, rejections) starts nothing; a start that happened already
+// is done; a start no retry can make is counted and passed over; the first throttled start is
+// the batch item failure and nothing after it is tried.
+func TestTheStarterStartsQueuedAdmissionsAndRetriesFromTheFirstThrottledOne(t *testing.T) {
+	f := &fakeSFN{answers: map[string]error{
+		"r_b": &sfntypes.ExecutionAlreadyExists{Message: aws.String("exists")},
+		"r_c": &sfntypes.InvalidExecutionInput{Message: aws.String("not JSON")},
+		"r_d": &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"},
+	}}
+	m := metrics.NewMemory()
+	s, err := New(Deps{SFN: f, StateMachineARN: machine, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		record("1", "r_a", true), record("2", "r_x", false), record("3", "r_b", true), record("35", "r_c", true), record("4", "r_d", true), record("5", "r_e", true),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "4" {
+		t.Fatalf("batch item failures %+v, want the throttled record 4", resp.BatchItemFailures)
+	}
+	var names []string
+	for _, c := range f.calls {
+		names = append(names, aws.ToString(c.Name))
+		if aws.ToString(c.StateMachineArn) != machine || aws.ToString(c.Input) != `{"reservationId":"`+aws.ToString(c.Name)+`"}` {
+			t.Errorf("start %+v", c)
+		}
+	}
+	if len(names) != 4 || names[0] != "r_a" || names[1] != "r_b" || names[2] != "r_c" || names[3] != "r_d" {
+		t.Fatalf("started %v, want r_a, r_b, r_c, r_d and nothing after the throttled one", names)
+	}
+	if m.Total(MetricStarted) != 1 || m.Total(MetricThrottled) != 1 || m.Total(MetricFailed) != 1 {
+		t.Fatalf("metrics %v", m.Snapshot())
+	}
+}

@@ -1,0 +1,76 @@
+package stack
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/starter"
+	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
+	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
+	"github.com/seatsaga/seatsaga/internal/twin/throttle"
+)
+
+// A burst of winners past the StartExecution quota: each buyer the gate let through is
+// answered 202 whether or not Step Functions started their saga at once; the throttled ones
+// are queued on their admissions and the starter starts them from the Admissions stream as the
+// bucket refills, so every seat is held by exactly one saga, nobody was answered 5xx, and
+// nothing waits in StarterDLQ.
+func TestWinnersPastTheStartQuotaAreQueuedAndStartedInTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a small sale")
+	}
+	q := stepfunctions.DefaultQuotas()
+	q.API["StartExecution"] = throttle.Limit{Size: 3, RefillPerSecond: 2}
+	cfg := Compressed(1, 3*time.Minute)
+	cfg.StepFunctionsQuotas = &q
+	st := start(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := st.RunSale(ctx, SaleOptions{
+		EventID: "queued", Seats: 12, Buyers: 12, SeatsPerBuyer: 1, Seed: 3,
+		Mix:         load.Mix{load.Pays: 1},
+		Concurrency: 12, PollInterval: 50 * time.Millisecond, BuyerTimeout: time.Minute, SettleTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := st.Metrics.Total("ReservationsQueued")
+	started := st.Metrics.Total(starter.MetricStarted)
+	t.Logf("outcomes %v (refused: %v), %d queued, %d started by the starter, throttles %v", res.Summary.ByOutcome, res.Summary.AdmissionCodes, queued, started, st.StepFunctionsThrottles())
+	if queued == 0 || started == 0 {
+		t.Fatalf("%d starts queued and %d started by the starter: the quota never bit", queued, started)
+	}
+	if !res.Verdict.OK() {
+		t.Fatalf("invariants: %s", res.Verdict)
+	}
+	// Buyers picking the same seat lose it at the gate; every other buyer holds and pays.
+	f := res.Figures()
+	winners := res.Summary.Buyers - res.Summary.ByOutcome[load.AdmissionRejected]
+	if f.SeatsSold != winners || f.Executions != winners || res.Summary.ByOutcome[load.Confirmed] != winners {
+		t.Fatalf("%d seats sold by %d executions for %d buyers let through; outcomes %v", f.SeatsSold, f.Executions, winners, res.Summary.ByOutcome)
+	}
+	if n := res.Summary.AdmissionCodes["seats_unavailable"]; n != res.Summary.ByOutcome[load.AdmissionRejected] {
+		t.Fatalf("buyers refused for other reasons than a taken seat: %v", res.Summary.AdmissionCodes)
+	}
+	for _, r := range res.Run.Results {
+		if r.PostStatus >= 500 || r.PostStatus == 0 {
+			t.Errorf("buyer %s was answered %d", r.Buyer.Customer, r.PostStatus)
+		}
+	}
+	// How long the queued winners waited reaches CloudWatch as the starter's IteratorAge,
+	// which QueuedStartAge watches.
+	ages := st.CloudWatch.Points(cloudwatch.SeriesOf("AWS/Lambda", "IteratorAge", map[string]string{"FunctionName": FnStarter}), res.Start, st.Clock.Now().Add(time.Second))
+	waited := false
+	for _, p := range ages {
+		waited = waited || p.Value > 0
+	}
+	if !waited {
+		t.Errorf("the starter's IteratorAge %+v shows no wait", ages)
+	}
+	if n := st.Queue(deploy.StarterDLQ).Depth(st.Clock.Now()); n != 0 {
+		t.Errorf("%d queued starts parked in StarterDLQ", n)
+	}
+}
