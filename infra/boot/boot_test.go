@@ -32,7 +32,9 @@ import (
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 	"github.com/seatsaga/seatsaga/internal/twin/stack"
+	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+	"github.com/seatsaga/seatsaga/internal/twin/throttle"
 )
 
 // stackName is the stack `cdk synth` names for the default stage; its tables are named under it.
@@ -344,7 +346,8 @@ func (p *prefixed) Write(b []byte) (int, error) {
 // credentials and AWS_ENDPOINT_URL added as Lambda and the twin give them), reaches the runtime
 // loop, and serves real events: a booking through the API, the saga and the webhook; a declined
 // payment through compensation; a reconciliation; a sweep; and the outbox through the relay to
-// the consumer. None of their calls is refused.
+// the consumer; and a booking whose start Step Functions throttled through the starter. None of
+// their calls is refused.
 func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEvent(t *testing.T) {
 	resources := template(t)
 	fns := functionsOf(t, resources)
@@ -354,7 +357,11 @@ func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEven
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Config{TablePrefix: stackName + "-", SweepInterval: -1})
+	// Two starts at once, then one every 20 seconds: the third booking's start is throttled,
+	// queued, and made by the starter from the Admissions stream.
+	quotas := stepfunctions.DefaultQuotas()
+	quotas.API["StartExecution"] = throttle.Limit{Size: 2, RefillPerSecond: 0.05}
+	st, err := stack.Start(ctx, stack.Config{TablePrefix: stackName + "-", SweepInterval: -1, StepFunctionsQuotas: &quotas})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,13 +412,15 @@ func TestEveryTemplateFunctionBootsWithTheTemplatesEnvironmentAndServesARealEven
 		procs = append(procs, p)
 	}
 
-	if _, err := st.SeedEvent(ctx, "boot", 2); err != nil {
+	if _, err := st.SeedEvent(ctx, "boot", 3); err != nil {
 		t.Fatal(err)
 	}
 	paid := book(ctx, t, st, "boot", "S1", stripesim.PaymentMethodVisa)
 	waitFor(ctx, t, st, paid, "CONFIRMED", "PAID")
 	declined := book(ctx, t, st, "boot", "S2", stripesim.PaymentMethodDeclined)
 	waitFor(ctx, t, st, declined, "RELEASED", "FAILED")
+	queued := book(ctx, t, st, "boot", "S3", stripesim.PaymentMethodVisa)
+	waitFor(ctx, t, st, queued, "CONFIRMED", "PAID")
 	// The binaries the template deploys end both executions as the definition's contract
 	// says: the sale Confirmed, the decline a business ending that succeeds and names itself.
 	for id, want := range map[string]string{paid: saga.EndConfirmed, declined: saga.EndPaymentDeclined} {

@@ -86,7 +86,7 @@ type dynamoRig struct {
 
 func newDynamoRig(t *testing.T) *dynamoRig {
 	t.Helper()
-	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.ProcessedEvents())
+	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.ProcessedEvents(), tables.Admissions())
 	r := &dynamoRig{clock: clock.NewFake(t0), pay: sagatest.NewPayments(), sfn: sagatest.NewStepFunctions()}
 	ctx := context.Background()
 	var err error
