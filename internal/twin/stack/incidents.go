@@ -96,7 +96,7 @@ func Incidents() []Incident {
 			Observe: 3 * alarms.Period,
 			Alarms: []string{"AuthorizationsNearCaptureDeadline", "ExpiredHoldOldestAgeSeconds", "ExpiredHoldsUnreleased",
 				"OldestRunningExecutionAge", "ReconciliationBacklog", "SweeperErrors", "UnresolvedPaymentOldestAgeSeconds", "UnresolvedPayments"}},
-		{Name: "dynamodb-throttling", Description: "every other one of the first sixteen DynamoDB transactions (the buyers' claims) is throttled",
+		{Name: "dynamodb-throttling", Description: "every other one of the first sixteen DynamoDB transactions (the buyers' admissions at the gate, answered 429 to retry) is throttled",
 			Configure: func(c *Config) {
 				var n atomic.Int64
 				c.DynamoDBFault = func(op string, _ any) error {
