@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -404,17 +405,8 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 	row("claim failed", "%d (read REJECTED, but an incident: no race lost, not among the losers)", fig.ClaimFailed)
 	row("losers turned away early", "%.1f%%", 100*fig.LosersTurnedAwayEarly)
 	row("buyer outcomes", "%s", countsLine(fig.Outcomes))
-	behaviours := make([]string, 0, len(fig.ByBehaviour))
-	for b := range fig.ByBehaviour {
-		behaviours = append(behaviours, b)
-	}
-	sort.Strings(behaviours)
-	for i, b := range behaviours {
-		label := ""
-		if i == 0 {
-			label = "holders by payment"
-		}
-		row(label, "%-10s %s", b, countsLine(fig.ByBehaviour[b]))
+	for i, b := range slices.Sorted(maps.Keys(fig.ByBehaviour)) {
+		row(firstLabel(i, "holders by payment"), "%-10s %s", b, countsLine(fig.ByBehaviour[b]))
 	}
 	row("terminal states", "%s", countsLine(fig.TerminalStates))
 	row("execution outcomes", "%s", countsLine(fig.ExecutionOutcomes))
@@ -441,17 +433,8 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 		fig.DynamoDBRequestsPerBooking, fig.SagaDynamoDBRequestsPerBooking)
 	row("api DynamoDB requests", "%.2f per request it ran (%d POSTs, %d status polls)",
 		fig.APIDynamoDBRequestsPerRequest, fig.APIPosts, fig.APIPolls)
-	roles := make([]string, 0, len(fig.APICalls))
-	for role := range fig.APICalls {
-		roles = append(roles, role)
-	}
-	sort.Strings(roles)
-	for i, role := range roles {
-		label := ""
-		if i == 0 {
-			label = "AWS calls by role"
-		}
-		row(label, "%-28s %s", role, countsLine64(fig.APICalls[role]))
+	for i, role := range slices.Sorted(maps.Keys(fig.APICalls)) {
+		row(firstLabel(i, "AWS calls by role"), "%-28s %s", role, countsLine64(fig.APICalls[role]))
 	}
 	billRows(row, fig.AWSBill, fig.AWSUsage)
 	row("settled", "%v after %.1fs", fig.Settled, fig.SettleSeconds)
@@ -488,7 +471,7 @@ func printAlarms(w io.Writer, f saleFlags, res *stack.SaleResult) {
 		fmt.Fprintf(w, "\nalarms: %d fired: %s\n", len(fired), strings.Join(fired, ", "))
 	}
 	for _, tr := range res.Alarms {
-		if tr.To != cloudwatch.StateAlarm && tr.From != cloudwatch.StateAlarm {
+		if !firing(tr) {
 			continue
 		}
 		fmt.Fprintf(w, "  +%-8s %-34s %s → %s  %s\n", stackOffset(res, tr.Time), tr.Alarm, tr.From, tr.To, tr.Reason)
@@ -530,6 +513,19 @@ func countsLine(m map[string]int) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// firing reports a transition into or out of ALARM: the ones a sale's summary and report show.
+func firing(tr cloudwatch.Transition) bool {
+	return tr.To == cloudwatch.StateAlarm || tr.From == cloudwatch.StateAlarm
+}
+
+// firstLabel labels only the first of a block of rows, which the rest continue.
+func firstLabel(i int, label string) string {
+	if i == 0 {
+		return label
+	}
+	return ""
 }
 
 func countsLine64(m map[string]int64) string {
@@ -590,7 +586,7 @@ func buildReport(mode, command string, f saleFlags, res *stack.SaleResult, fig s
 	var marks []report.AlarmMark
 	for _, tr := range res.Alarms {
 		// Firing and clearing; an alarm's first evaluation (INSUFFICIENT_DATA → OK) is noise.
-		if tr.To != cloudwatch.StateAlarm && tr.From != cloudwatch.StateAlarm {
+		if !firing(tr) {
 			continue
 		}
 		marks = append(marks, report.AlarmMark{At: tr.Time.Sub(res.Start).Seconds() / scale, StackTime: "+" + stackOffset(res, tr.Time),

@@ -752,7 +752,7 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 	})
 }
 
-// A StartExecution that Step Functions throttles is answered 503 and counted, for the alarm
+// A StartExecution that Step Functions throttles is counted (and the start queued), for the alarm
 // that tells the operator which quota to raise; a refusal of another kind is not a throttle.
 func TestThrottledStepFunctionsCallsAreCounted(t *testing.T) {
 	for _, tc := range []struct {

@@ -84,11 +84,7 @@ func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (r
 			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
 		}
 		if c == nil {
-			taken := -1
-			if req.MaxActive > 0 {
-				taken = slot
-			}
-			return reservation.AdmitResult{Admitted: true, HoldSlot: taken}, nil
+			return reservation.AdmitResult{Admitted: true, HoldSlot: heldSlot(req, slot)}, nil
 		}
 		seatsN := len(a.SeatIDs)
 		// The stored admission decides first: another request under the id is a conflict
@@ -178,10 +174,7 @@ func (st *Store) admissionItems(req reservation.AdmissionRequest, slot int, now 
 	}
 	a.State = reservation.Admitted
 	a.AdmittedAt = now
-	a.HoldSlot = -1
-	if req.MaxActive > 0 {
-		a.HoldSlot = slot
-	}
+	a.HoldSlot = heldSlot(req, slot)
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(st.admissions),
 		Item:      admissionItem(a),
@@ -212,6 +205,14 @@ func (st *Store) admissionItems(req reservation.AdmissionRequest, slot int, now 
 			":now": s(FormatTime(now)), ":rid": s(a.ReservationID),
 		},
 	}})
+}
+
+// heldSlot is the hold slot an admission takes: slot under a cap, -1 without one.
+func heldSlot(req reservation.AdmissionRequest, slot int) int {
+	if req.MaxActive > 0 {
+		return slot
+	}
+	return -1
 }
 
 // Hold slot attributes: the reservation holding the slot, and the latest its hold can end.
@@ -367,15 +368,11 @@ func (st *Store) RejectAdmission(ctx context.Context, reservationID string) erro
 }
 
 func admissionItem(a reservation.Admission) map[string]types.AttributeValue {
-	seats := make([]types.AttributeValue, len(a.SeatIDs))
-	for i, id := range a.SeatIDs {
-		seats[i] = s(id)
-	}
 	return map[string]types.AttributeValue{
 		tables.AttrReservationID:  s(a.ReservationID),
 		attrCustomerID:            s(a.CustomerID),
 		tables.AttrEventID:        s(a.EventID),
-		attrSeatIDs:               &types.AttributeValueMemberL{Value: seats},
+		attrSeatIDs:               strList(a.SeatIDs),
 		attrAmount:                n(a.Amount),
 		attrCurrency:              s(a.Currency),
 		attrRequestHash:           s(a.RequestHash),
@@ -403,13 +400,7 @@ func decodeAdmission(item map[string]types.AttributeValue) (reservation.Admissio
 	if _, ok := item[attrHoldSlot]; ok {
 		a.HoldSlot = int(ir.num(attrHoldSlot))
 	}
-	if l, ok := item[attrSeatIDs].(*types.AttributeValueMemberL); ok {
-		for _, v := range l.Value {
-			if sv, ok := v.(*types.AttributeValueMemberS); ok {
-				a.SeatIDs = append(a.SeatIDs, sv.Value)
-			}
-		}
-	}
+	a.SeatIDs = ir.strs(attrSeatIDs)
 	if a.State != reservation.Admitted && a.State != reservation.AdmissionRejected {
 		return a, fmt.Errorf("admission %s: unknown state %q", a.ReservationID, a.State)
 	}

@@ -73,15 +73,11 @@ func shardOf(id string) string {
 // seats and money disagree (reservation.Unsettled; reconSince is r.ReconcileSince, or
 // r.UpdatedAt when that is unset).
 func reservationItem(r reservation.Reservation, revision int64) map[string]types.AttributeValue {
-	seats := make([]types.AttributeValue, len(r.SeatIDs))
-	for i, id := range r.SeatIDs {
-		seats[i] = s(id)
-	}
 	item := map[string]types.AttributeValue{
 		tables.AttrReservationID: s(r.ID),
 		attrCustomerID:           s(r.CustomerID),
 		tables.AttrEventID:       s(r.EventID),
-		attrSeatIDs:              &types.AttributeValueMemberL{Value: seats},
+		attrSeatIDs:              strList(r.SeatIDs),
 		attrAmount:               n(r.Amount),
 		attrCurrency:             s(r.Currency),
 		tables.AttrHoldExpiresAt: s(FormatTime(r.HoldExpiresAt)),
@@ -148,6 +144,30 @@ func (ir *itemReader) str(name string) string {
 	return ""
 }
 
+// strs reads a list of strings (nil when the attribute is missing).
+func (ir *itemReader) strs(name string) []string {
+	l, ok := ir.item[name].(*types.AttributeValueMemberL)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range l.Value {
+		if sv, ok := v.(*types.AttributeValueMemberS); ok {
+			out = append(out, sv.Value)
+		}
+	}
+	return out
+}
+
+// strList renders a list of strings as strs reads it.
+func strList(ss []string) types.AttributeValue {
+	l := make([]types.AttributeValue, len(ss))
+	for i, v := range ss {
+		l[i] = s(v)
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
 func (ir *itemReader) num(name string) int64 {
 	v, ok := ir.item[name].(*types.AttributeValueMemberN)
 	if !ok {
@@ -202,13 +222,7 @@ func DecodeReservation(item map[string]types.AttributeValue) (reservation.Reserv
 		UpdatedAt:        ir.time(attrUpdatedAt),
 		ReconcileSince:   ir.time(tables.AttrReconSince),
 	}
-	if l, ok := item[attrSeatIDs].(*types.AttributeValueMemberL); ok {
-		for _, v := range l.Value {
-			if sv, ok := v.(*types.AttributeValueMemberS); ok {
-				r.SeatIDs = append(r.SeatIDs, sv.Value)
-			}
-		}
-	}
+	r.SeatIDs = ir.strs(attrSeatIDs)
 	var err error
 	if r.Inventory, err = reservation.ParseInventoryState(ir.str(attrInvState)); err != nil {
 		return r, fmt.Errorf("reservation %s: %w", r.ID, err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/obs"
+	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/tables"
 )
 
@@ -109,7 +110,7 @@ func (s *Starter) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 // mapping's FilterCriteria): only an admitted buyer's queued start invokes it, not every buyer
 // the gate let through. Queued is the same filter in Go, which the local stack applies.
 const FilterPattern = `{"dynamodb":{"NewImage":{"` + tables.AttrStartQueued + `":{"BOOL":[true]},"` +
-	tables.AttrAdmissionState + `":{"S":["ADMITTED"]}}}}`
+	tables.AttrAdmissionState + `":{"S":["` + string(reservation.Admitted) + `"]}}}}`
 
 // Queued reads a record that asks for a start: an admission still ADMITTED whose new image
 // carries the queued input. Every other record (a new admission, a rejection, a removal by TTL)
@@ -119,7 +120,7 @@ func Queued(rec events.DynamoDBEventRecord) (id, input string, ok bool) {
 	if q, has := img[tables.AttrStartQueued]; !has || q.DataType() != events.DataTypeBoolean || !q.Boolean() {
 		return "", "", false
 	}
-	if st, has := img[tables.AttrAdmissionState]; !has || st.DataType() != events.DataTypeString || st.String() != "ADMITTED" {
+	if st, has := img[tables.AttrAdmissionState]; !has || st.DataType() != events.DataTypeString || st.String() != string(reservation.Admitted) {
 		return "", "", false
 	}
 	in, has := img[tables.AttrStartInput]

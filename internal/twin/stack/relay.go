@@ -12,7 +12,6 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/deploy"
-	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/outbox"
 	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
@@ -79,7 +78,13 @@ func (st *Stack) publishIteratorAge(function string, at time.Time, age time.Dura
 // which its writer stamped on the stack's clock in the same transaction; a record without one
 // (the TTL's REMOVE) counts as arriving when the mapping reads it.
 func (st *Stack) outboxRecordTime(rec events.DynamoDBEventRecord) time.Time {
-	if v, ok := rec.Change.NewImage[outbox.AttrCreatedAt]; ok && v.DataType() == events.DataTypeString {
+	return st.stampedAt(rec, outbox.AttrCreatedAt)
+}
+
+// stampedAt is the time a record's new image carries in attr, stamped by its writer on the
+// stack's clock (RFC 3339, which inventory.TimeLayout is too), or now when it carries none.
+func (st *Stack) stampedAt(rec events.DynamoDBEventRecord, attr string) time.Time {
+	if v, ok := rec.Change.NewImage[attr]; ok && v.DataType() == events.DataTypeString {
 		if t, err := time.Parse(time.RFC3339Nano, v.String()); err == nil {
 			return t
 		}
@@ -139,16 +144,9 @@ func (st *Stack) startStarter() {
 			return st.sendOnFailure(FnStarter, deploy.StarterDLQ, rec)
 		},
 		OnInvoke: func(at time.Time, age time.Duration) { st.publishIteratorAge(FnStarter, at, age) },
-		RecordTime: func(rec events.DynamoDBEventRecord) time.Time {
-			// The api stamped the queueing on the stack's clock; DynamoDB Local's stamp is
-			// the wall clock rounded to the minute.
-			if v, ok := rec.Change.NewImage[tables.AttrStartQueuedAt]; ok && v.DataType() == events.DataTypeString {
-				if t, err := time.Parse(inventory.TimeLayout, v.String()); err == nil {
-					return t
-				}
-			}
-			return st.Clock.Now()
-		},
+		// The api stamped the queueing on the stack's clock; DynamoDB Local's stamp is the
+		// wall clock rounded to the minute.
+		RecordTime:   func(rec events.DynamoDBEventRecord) time.Time { return st.stampedAt(rec, tables.AttrStartQueuedAt) },
 		Now:          st.Clock.Now,
 		PollInterval: st.cfg.RelayPollInterval,
 		Log:          st.log,

@@ -310,14 +310,14 @@ func dynamoDBUnits(op string, schema map[string][]meteredIndex, params, result a
 	for _, c := range caps {
 		var index float64
 		for _, ix := range c.GlobalSecondaryIndexes {
-			index += value(ix.CapacityUnits)
+			index += aws.ToFloat64(ix.CapacityUnits)
 		}
 		for _, ix := range c.LocalSecondaryIndexes {
-			index += value(ix.CapacityUnits)
+			index += aws.ToFloat64(ix.CapacityUnits)
 		}
-		table := value(c.CapacityUnits) - index
+		table := aws.ToFloat64(c.CapacityUnits) - index
 		if c.Table != nil {
-			table = value(c.Table.CapacityUnits)
+			table = aws.ToFloat64(c.Table.CapacityUnits)
 		}
 		if readOperations[op] {
 			u.ReadUnits += table + index
@@ -327,13 +327,6 @@ func dynamoDBUnits(op string, schema map[string][]meteredIndex, params, result a
 		}
 	}
 	return u
-}
-
-func value(p *float64) float64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // refusedWrite is what a failed call costs: nothing, unless DynamoDB evaluated a condition and
@@ -371,8 +364,8 @@ func transactionUnits(u bill.DynamoDBUsage, in *dynamodb.TransactWriteItemsInput
 		case it.Put != nil:
 			size := bill.ItemSize(it.Put.Item)
 			u.WriteUnits += bill.WriteUnits(size, true)
-			for _, ix := range schema[deref(it.Put.TableName)] {
-				if ix.dense || hasAny(it.Put.Item, ix.keys) {
+			for _, ix := range schema[aws.ToString(it.Put.TableName)] {
+				if ix.dense || slices.ContainsFunc(ix.keys, func(k string) bool { _, ok := it.Put.Item[k]; return ok }) {
 					units := bill.WriteUnits(size, false)
 					u.IndexWriteUnits += units
 					u.EstimatedUnits += units
@@ -381,8 +374,8 @@ func transactionUnits(u bill.DynamoDBUsage, in *dynamodb.TransactWriteItemsInput
 		case it.Update != nil:
 			u.WriteUnits += bill.WriteUnits(1, true)
 			u.EstimatedUnits += bill.WriteUnits(1, true)
-			named := attributeNames(deref(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames)
-			for _, ix := range schema[deref(it.Update.TableName)] {
+			named := attributeNames(aws.ToString(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames)
+			for _, ix := range schema[aws.ToString(it.Update.TableName)] {
 				if ix.dense || slices.ContainsFunc(ix.keys, func(k string) bool { return named[k] }) {
 					u.IndexWriteUnits++
 					u.EstimatedUnits++
@@ -391,7 +384,7 @@ func transactionUnits(u bill.DynamoDBUsage, in *dynamodb.TransactWriteItemsInput
 		case it.Delete != nil:
 			u.WriteUnits += bill.WriteUnits(1, true)
 			u.EstimatedUnits += bill.WriteUnits(1, true)
-			for _, ix := range schema[deref(it.Delete.TableName)] {
+			for _, ix := range schema[aws.ToString(it.Delete.TableName)] {
 				if ix.dense {
 					u.IndexWriteUnits++
 					u.EstimatedUnits++
@@ -404,22 +397,6 @@ func transactionUnits(u bill.DynamoDBUsage, in *dynamodb.TransactWriteItemsInput
 		}
 	}
 	return u
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func hasAny(item map[string]types.AttributeValue, names []string) bool {
-	for _, n := range names {
-		if _, ok := item[n]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 // attributeNames are the attributes an update expression names, by placeholder or by name.
@@ -539,7 +516,7 @@ func (st *Stack) usageSince(ctx context.Context, mark usageMark, res *SaleResult
 
 	if st.Bus != nil {
 		for _, e := range st.Bus.Entries()[mark.busEntries:] {
-			size := len(deref(e.Source)) + len(deref(e.DetailType)) + len(deref(e.Detail))
+			size := len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
 			for _, r := range e.Resources {
 				size += len(r)
 			}
