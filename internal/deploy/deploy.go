@@ -214,16 +214,19 @@ var platform = []Grant{
 // What the saga's store (internal/inventory) does, by what a function asks of it. A
 // transaction needs the action of each of its items on that item's table (TransactWriteItems
 // is not an IAM action); the store's transactions are a whole-item Put of the reservation,
-// Updates of its seats and a Put of the outbox record, and nothing else.
+// Updates of its seats, a Put of the outbox record and, when the change ends a hold, a Delete
+// of the customer's hold slot, and nothing else.
 var (
 	// readReservation is a strongly consistent read of one reservation.
 	readReservation = Grant{Actions: []string{"dynamodb:GetItem"}, Resources: []Resource{table(tables.ReservationsTable)}}
 	// readSeats reads the seats a release must check are still the reservation's.
 	readSeats = Grant{Actions: []string{"dynamodb:GetItem"}, Resources: []Resource{table(tables.SeatsTable)}}
-	// transition writes a reservation, its seats and its outbox record in one transaction.
+	// transition writes a reservation, its seats and its outbox record in one transaction; a
+	// change that ends a hold gives the customer's hold slot back in it.
 	transition = []Grant{
 		{Actions: []string{"dynamodb:PutItem"}, Resources: []Resource{table(tables.ReservationsTable), table(tables.OutboxTable)}},
 		{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.SeatsTable)}},
+		{Actions: []string{"dynamodb:DeleteItem"}, Resources: []Resource{table(tables.AdmissionsTable)}},
 	}
 	// seatsOfEvent asks the seats-by-event index whether an event exists.
 	seatsOfEvent = Grant{Actions: []string{"dynamodb:Query"}, Resources: []Resource{index(tables.SeatsTable, tables.SeatsByEvent)}}

@@ -229,12 +229,10 @@ func (st *Store) GiveBackHoldSlot(ctx context.Context, customerID, reservationID
 	if slot < 0 {
 		return nil
 	}
+	d := st.slotDelete(reservation.HoldSlotKey(customerID, slot), reservationID)
 	_, err := st.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(st.admissions),
-		Key:                       reservationKeyAV(reservation.HoldSlotKey(customerID, slot)),
-		ConditionExpression:       aws.String("#holder = :rid"),
-		ExpressionAttributeNames:  map[string]string{"#holder": attrSlotHolder},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":rid": s(reservationID)},
+		TableName: d.TableName, Key: d.Key, ConditionExpression: d.ConditionExpression,
+		ExpressionAttributeNames: d.ExpressionAttributeNames, ExpressionAttributeValues: d.ExpressionAttributeValues,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
@@ -250,6 +248,18 @@ func (st *Store) GiveBackHoldSlot(ctx context.Context, customerID, reservationID
 
 // admissionCondition is the gate's condition on each seat; a test may drop its lease clause to
 // show what the clause prevents.
+// slotDelete frees hold slot key while reservationID has it; a slot that is gone already passes
+// too, and one another reservation has taken since fails the condition and is left alone.
+func (st *Store) slotDelete(key, reservationID string) *types.Delete {
+	return &types.Delete{
+		TableName:                 aws.String(st.admissions),
+		Key:                       reservationKeyAV(key),
+		ConditionExpression:       aws.String("attribute_not_exists(#id) OR #holder = :rid"),
+		ExpressionAttributeNames:  map[string]string{"#id": tables.AttrReservationID, "#holder": attrSlotHolder},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":rid": s(reservationID)},
+	}
+}
+
 func (st *Store) admissionCondition() string {
 	if st.gateWithoutLease {
 		return claimableSeat

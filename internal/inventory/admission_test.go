@@ -334,3 +334,91 @@ func TestTheGateAndTheClaimKeepTheirAnswersUnderRetries(t *testing.T) {
 		must[reservation.Reservation](t)(f.store.Claim(ctx, request("r-alice", "ev", "A1", "A2")))
 	})
 }
+
+// claimUnderCap admits id for seat as customer "cust" under a cap of two and claims it with the
+// hold slot its admission took, as the saga's Claim does.
+func claimUnderCap(t *testing.T, f *fixture, id, seat string, until time.Time) reservation.Reservation {
+	t.Helper()
+	ctx := context.Background()
+	res, err := f.store.Admit(ctx, capped(f.admission(id, seat), "cust", until))
+	if err != nil || !res.Admitted {
+		t.Fatalf("admit %s: %+v %v", id, res, err)
+	}
+	claim := request(id, "ev", seat)
+	claim.CustomerID = "cust"
+	claim.SlotKey = reservation.HoldSlotKey("cust", res.HoldSlot)
+	return must[reservation.Reservation](t)(f.store.Claim(ctx, claim))
+}
+
+// Every way a hold ends gives its place under the cap back in the write that ends it, not
+// when the place's time runs out: the customer may start another reservation at once.
+func TestEveryWayAHoldEndsGivesItsPlaceUnderTheCapBack(t *testing.T) {
+	ctx := context.Background()
+	ends := []struct {
+		name string
+		end  func(t *testing.T, f *fixture, r reservation.Reservation)
+	}{
+		{"confirmed", func(t *testing.T, f *fixture, r reservation.Reservation) {
+			r = must[reservation.Reservation](t)(f.store.StartPayment(ctx, r.ID, reservation.GuardOf(r)))
+			for _, ev := range []reservation.PaymentEvent{reservation.StartAuthorization, reservation.AuthorizationOK} {
+				r = must[reservation.Reservation](t)(f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+					Event: ev, From: r.Payment}))
+			}
+			must[reservation.Reservation](t)(f.store.Confirm(ctx, r.ID, reservation.GuardOf(r)))
+		}},
+		{"released", func(t *testing.T, f *fixture, r reservation.Reservation) {
+			must[reservation.Reservation](t)(f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: r.ID, Guard: reservation.GuardOf(r), Reason: "cancelled"}))
+		}},
+		{"released by the payment's update", func(t *testing.T, f *fixture, r reservation.Reservation) {
+			r = must[reservation.Reservation](t)(f.store.StartPayment(ctx, r.ID, reservation.GuardOf(r)))
+			r = must[reservation.Reservation](t)(f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+				Event: reservation.StartAuthorization, From: r.Payment}))
+			must[reservation.Reservation](t)(f.store.UpdatePayment(ctx, reservation.PaymentUpdate{ReservationID: r.ID, Guard: reservation.GuardOf(r),
+				Event: reservation.PaymentDeclined, From: r.Payment, ReleaseSeats: true, Reason: "declined"}))
+		}},
+		{"expired", func(t *testing.T, f *fixture, r reservation.Reservation) {
+			f.clock.Advance(11 * time.Minute)
+			must[reservation.Reservation](t)(f.store.Expire(ctx, r.ID, reservation.Held, reservation.GuardOf(r)))
+		}},
+	}
+	for _, e := range ends {
+		t.Run(e.name, func(t *testing.T) {
+			f := newAdmissionFixture(t)
+			f.seats(t, "ev", "A1", "A2", "A3")
+			until := f.clock.Now().Add(time.Hour)
+			first := claimUnderCap(t, f, "r-1", "A1", until)
+			claimUnderCap(t, f, "r-2", "A2", until)
+			var hl *reservation.HoldLimit
+			if _, err := f.store.Admit(ctx, capped(f.admission("r-3", "A3"), "cust", until)); !errors.As(err, &hl) {
+				t.Fatalf("r-3 at the cap: %v, want HoldLimit", err)
+			}
+			e.end(t, f, first)
+			if _, err := f.store.Admit(ctx, capped(f.admission("r-3", "A3"), "cust", until)); err != nil {
+				t.Fatalf("r-3 after r-1 %s: %v, want its place", e.name, err)
+			}
+		})
+	}
+}
+
+// A hold that ends after its place under the cap passed to another reservation of the customer
+// (the place's time ran out first) still ends, and leaves the other reservation's place alone.
+func TestAHoldEndingLateLeavesThePlaceItLostAlone(t *testing.T) {
+	ctx := context.Background()
+	f := newAdmissionFixture(t)
+	f.seats(t, "ev", "A1", "A2", "A3", "A4", "A5")
+	until := f.clock.Now().Add(5 * time.Minute)
+	first := claimUnderCap(t, f, "r-1", "A1", until)
+	claimUnderCap(t, f, "r-2", "A2", until)
+	f.clock.Set(until)
+	later := f.clock.Now().Add(time.Hour)
+	claimUnderCap(t, f, "r-3", "A3", later)
+	claimUnderCap(t, f, "r-4", "A4", later)
+	released := must[reservation.Reservation](t)(f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: first.ID, Guard: reservation.GuardOf(first), Reason: "cancelled"}))
+	if released.Inventory != reservation.Released {
+		t.Fatalf("r-1 after its release: %s, want RELEASED", released.Inventory)
+	}
+	var hl *reservation.HoldLimit
+	if _, err := f.store.Admit(ctx, capped(f.admission("r-5", "A5"), "cust", later)); !errors.As(err, &hl) {
+		t.Fatalf("r-5 while r-3 and r-4 hold both places: %v, want HoldLimit", err)
+	}
+}

@@ -97,6 +97,7 @@ func reservationItem(r reservation.Reservation, revision int64) map[string]types
 		attrCorrelationID:   r.CorrelationID,
 		attrOutcome:         string(r.Outcome),
 		attrRefundID:        r.RefundID,
+		tables.AttrSlotKey:  r.SlotKey,
 	}
 	for k, v := range optional {
 		if v != "" {
@@ -221,6 +222,7 @@ func DecodeReservation(item map[string]types.AttributeValue) (reservation.Reserv
 		CreatedAt:        ir.time(attrCreatedAt),
 		UpdatedAt:        ir.time(attrUpdatedAt),
 		ReconcileSince:   ir.time(tables.AttrReconSince),
+		SlotKey:          ir.str(tables.AttrSlotKey),
 	}
 	r.SeatIDs = ir.strs(attrSeatIDs)
 	var err error

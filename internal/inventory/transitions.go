@@ -259,6 +259,9 @@ func (st *Store) Cancel(ctx context.Context, id string, g reservation.Guard) (re
 // their own conditions become the plan's error; conflicts are retried with jitter.
 func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, error) {
 	recall := true
+	// slotLost: the reservation's hold slot passed to another reservation of the customer
+	// after its time ran out, so the change no longer gives it back.
+	slotLost := false
 	for attempt := 1; ; attempt++ {
 		cur, rev, fromMemory, err := st.current(ctx, ch.id, recall)
 		recall = false
@@ -286,6 +289,12 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 		items, seatIDs, err := st.changeItems(ctx, ch.op, w, cur, rev, now)
 		if err != nil {
 			return cur, err
+		}
+		// The write that ends a hold gives the customer's place under the cap back with it.
+		slotAt := -1
+		if cur.SlotKey != "" && cur.HoldActive() && !next.HoldActive() && !slotLost {
+			slotAt = len(items)
+			items = append(items, types.TransactWriteItem{Delete: st.slotDelete(cur.SlotKey, cur.ID)})
 		}
 		var with []types.TransactWriteItem
 		if ch.with != nil {
@@ -320,6 +329,12 @@ func (st *Store) run(ctx context.Context, ch change) (reservation.Reservation, e
 		case len(with) > 0 && c.conditionFailed(len(items)-len(with)):
 			// The reservation was as read; only the write made alongside refused.
 			return cur, &CompanionRefused{Op: ch.op, ReservationID: ch.id, Item: c.reasons[len(items)-len(with)].Item}
+		case slotAt >= 0 && c.conditionFailed(slotAt):
+			// Another reservation has the slot now: write the change again without it, at
+			// once, as nothing else stood in the way.
+			slotLost = true
+			attempt--
+			continue
 		case !c.transient():
 			return cur, fmt.Errorf("inventory: %s %s cancelled: %s", ch.op, ch.id, c.describe())
 		}

@@ -43,6 +43,9 @@ type ClaimRequest struct {
 	HoldDuration   time.Duration
 	IdempotencyKey string
 	CorrelationID  string
+	// SlotKey names the customer's hold slot (HoldSlotKey) the admission took; empty without a
+	// cap. The reservation keeps it, so the write that ends the hold gives the place back.
+	SlotKey string
 }
 
 // Validate returns a *ValidationError listing every problem, or nil.
@@ -176,6 +179,7 @@ func NewReservation(req ClaimRequest, l Limits, now time.Time) (Reservation, err
 		IdempotencyKey: req.IdempotencyKey,
 		RequestHash:    req.Hash(),
 		CorrelationID:  req.CorrelationID,
+		SlotKey:        req.SlotKey,
 		CreatedAt:      now,
 		UpdatedAt:      now,
 	}, nil

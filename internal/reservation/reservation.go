@@ -53,6 +53,9 @@ type Reservation struct {
 	// A reservation read from the inventory store carries it for every unsettled payment the
 	// sweeper must find (Unsettled): then it is when it joined the reconciliation index.
 	ReconcileSince time.Time
+	// SlotKey names the customer's hold slot (HoldSlotKey) this reservation took at the gate;
+	// empty without a cap. The write that ends its hold gives the slot back.
+	SlotKey string
 }
 
 // Guard is what a caller must know to change a reservation: whom it acts for and the version it

@@ -48,6 +48,9 @@ type Input struct {
 	// client secret.
 	PaymentMethod string `json:"paymentMethod,omitempty"`
 	CorrelationID string `json:"correlationId,omitempty"`
+	// SlotKey names the customer's hold slot the gate's admission took (empty without a cap);
+	// the reservation keeps it so the write that ends the hold gives the slot back.
+	SlotKey string `json:"slotKey,omitempty"`
 }
 
 // State is what a step receives: the input plus the results of earlier states.

@@ -306,6 +306,7 @@ func (s *Steps) Claim(ctx context.Context, st State) (Hold, error) {
 		HoldDuration:   s.Hold,
 		IdempotencyKey: in.IdempotencyKey,
 		CorrelationID:  in.CorrelationID,
+		SlotKey:        in.SlotKey,
 	}
 	err := req.Validate(s.Limits)
 	var r reservation.Reservation

@@ -94,6 +94,8 @@ const (
 	AttrOnSaleUntil   = "onSaleUntil"
 	AttrCreatedAt     = "createdAt"
 	AttrCorrelationID = "correlationId"
+	// AttrSlotKey is the key of the customer's hold slot a reservation took at the gate.
+	AttrSlotKey = "slotKey"
 )
 
 // Reservation item attributes besides the key and index attributes above.
