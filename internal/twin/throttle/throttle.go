@@ -72,27 +72,40 @@ func (b *Bucket) Take() bool {
 	return true
 }
 
-// Wait takes a token, waiting on the bucket's clock until one is due: what a service does with
-// work it throttles by delaying rather than refusing. It returns ctx's error, and gives the token
-// back, if ctx ends first; a bucket that never refills and is empty waits until then.
-func (b *Bucket) Wait(ctx context.Context) error {
+// Reserve takes a token, going into debt when the bucket is empty, and returns how long the
+// caller must wait for it to be due: zero when a token was there, and -1 when the bucket never
+// refills and had none. Wait is Reserve and then that wait; a simulation on a fake clock
+// schedules the caller at the bucket's pace with it.
+func (b *Bucket) Reserve() time.Duration {
 	b.mu.Lock()
 	b.refill()
 	b.tokens--
 	deficit := -b.tokens
 	b.mu.Unlock()
-	if deficit <= 0 {
-		return nil
+	switch {
+	case deficit <= 0:
+		return 0
+	case b.limit.RefillPerSecond <= 0:
+		return -1
 	}
-	if b.limit.RefillPerSecond <= 0 {
+	// A wait rounded down to nothing would spin on a fake clock; one nanosecond is due at once
+	// on any other.
+	return max(time.Duration(deficit/b.limit.RefillPerSecond*float64(time.Second)), time.Nanosecond)
+}
+
+// Wait takes a token, waiting on the bucket's clock until one is due: what a service does with
+// work it throttles by delaying rather than refusing. It returns ctx's error, and gives the token
+// back, if ctx ends first; a bucket that never refills and is empty waits until then.
+func (b *Bucket) Wait(ctx context.Context) error {
+	wait := b.Reserve()
+	switch {
+	case wait == 0:
+		return nil
+	case wait < 0:
 		<-ctx.Done()
 		b.giveBack()
 		return ctx.Err()
 	}
-	wait := time.Duration(deficit / b.limit.RefillPerSecond * float64(time.Second))
-	// A wait rounded down to nothing would spin on a fake clock; one nanosecond is due at once
-	// on any other.
-	wait = max(wait, time.Nanosecond)
 	if err := clock.Sleep(ctx, b.clock, wait); err != nil {
 		b.giveBack()
 		return err

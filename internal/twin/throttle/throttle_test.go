@@ -92,3 +92,26 @@ func TestAWaitCancelledGivesItsTokenBack(t *testing.T) {
 		t.Fatal("the cancelled waiter's token was not given back")
 	}
 }
+
+// Reserve hands out the bucket's tokens and then schedules each further taker one refill
+// interval after the one before, as Wait would sleep.
+func TestReserveSchedulesTakersAtTheRefillRate(t *testing.T) {
+	c := clock.NewFake(t0)
+	b := throttle.New(c, throttle.Limit{Size: 2, RefillPerSecond: 4})
+	want := []time.Duration{0, 0, 250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond}
+	for i, w := range want {
+		if got := b.Reserve(); got != w {
+			t.Fatalf("taker %d waits %v, want %v", i+1, got, w)
+		}
+	}
+	// A second refills 4: the debt of 3 is repaid and one token is left.
+	c.Advance(time.Second)
+	for i, w := range []time.Duration{0, 250 * time.Millisecond} {
+		if got := b.Reserve(); got != w {
+			t.Fatalf("after a second, taker %d waits %v, want %v", i+1, got, w)
+		}
+	}
+	if got := throttle.New(c, throttle.Limit{Size: 0}).Reserve(); got != -1 {
+		t.Fatalf("a bucket that never refills: %v, want -1", got)
+	}
+}

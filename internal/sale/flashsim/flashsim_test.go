@@ -1,0 +1,147 @@
+package flashsim
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/twin/throttle"
+)
+
+// The free-seat index finds the k-th free seat exactly as a scan would, through any sequence
+// of seats taken and given back.
+func TestTheFreeSeatIndexFindsTheKthFreeSeatAsAScanWould(t *testing.T) {
+	const n = 97
+	f := newFenwick(n)
+	free := make([]bool, n)
+	rnd := rand.New(rand.NewPCG(7, 7))
+	for step := range 5000 {
+		i := rnd.IntN(n)
+		if free[i] {
+			f.add(i, -1)
+		} else {
+			f.add(i, 1)
+		}
+		free[i] = !free[i]
+		var scan []int
+		for j, ok := range free {
+			if ok {
+				scan = append(scan, j)
+			}
+		}
+		if f.total() != len(scan) {
+			t.Fatalf("step %d: total %d, scan %d", step, f.total(), len(scan))
+		}
+		for k, want := range scan {
+			if got := f.find(k); got != want {
+				t.Fatalf("step %d: free seat %d is %d, scan says %d", step, k, got, want)
+			}
+		}
+	}
+}
+
+func small() Config {
+	c := Defaults()
+	c.Buyers, c.Seats, c.Window = 3000, 200, 5*time.Second
+	return c
+}
+
+// Whatever the profile, seed and quotas, every buyer is answered exactly once, every seat sold
+// is sold to one booked buyer, and the executions are the gate's admissions.
+func TestEveryBuyerIsAnsweredOnceAndNoSeatIsSoldTwice(t *testing.T) {
+	for _, profile := range []string{ProfileUniform, ProfileHot} {
+		for seed := range uint64(3) {
+			for _, stage := range []throttle.Limit{small().Stage, {Size: 100, RefillPerSecond: 50}} {
+				c := small()
+				c.Profile, c.Seed, c.Stage = profile, seed, stage
+				s := run(c)
+				r := s.res
+				total := 0
+				for _, a := range Answers {
+					total += r.Answers[a]
+				}
+				sold := 0
+				for _, st := range s.seats {
+					if st.state == seatSold {
+						sold++
+					}
+				}
+				switch {
+				case total != c.Buyers || len(r.Answers) > len(Answers):
+					t.Fatalf("%s seed %d stage %v: %d answers for %d buyers: %v", profile, seed, stage, total, c.Buyers, r.Answers)
+				case r.SeatsSold != r.Answers[Booked] || sold != r.SeatsSold || sold > c.Seats:
+					t.Fatalf("%s seed %d: %d sold, %d booked, %d seats in SOLD of %d", profile, seed, r.SeatsSold, r.Answers[Booked], sold, c.Seats)
+				case r.Executions != r.GateAdmitted:
+					t.Fatalf("%s seed %d: %d executions for %d admissions", profile, seed, r.Executions, r.GateAdmitted)
+				}
+			}
+		}
+	}
+}
+
+// A start Step Functions throttles is queued, not failed: the queue drains at the bucket's
+// refill rate, so the last start comes (throttled starts ÷ rate) after the burst. With a bucket
+// large enough, nothing is queued.
+func TestThrottledStartsAreQueuedAndDrainedAtTheQuotasRate(t *testing.T) {
+	c := Defaults()
+	// Seats enough that no two buyers pick the same one, all within 10 ms.
+	c.Buyers, c.Seats, c.Window, c.StatusPoll = 100, 100000, 10*time.Millisecond, 0
+	c.Stage = throttle.Limit{Size: 10000, RefillPerSecond: 10000}
+	c.StartExecution = throttle.Limit{Size: 10, RefillPerSecond: 5}
+	r := run(c).res
+	if r.StartThrottled != 90 || r.QueuePeakDepth != 90 || r.SeatsSold != 100 {
+		t.Fatalf("%d throttled, queue peak %d, %d sold; want 90, 90, 100", r.StartThrottled, r.QueuePeakDepth, r.SeatsSold)
+	}
+	// The starter finds 5 tokens refilled after its delay, then starts 85 more at 5 a second.
+	if lo, hi := c.StarterDelay+17*time.Second, c.StarterDelay+17*time.Second+100*time.Millisecond; r.LastWinnerStarted < lo || r.LastWinnerStarted > hi {
+		t.Fatalf("last start at %v, want between %v and %v", r.LastWinnerStarted, lo, hi)
+	}
+	if r.StartExecutionCalls != 190 {
+		t.Fatalf("%d StartExecution calls, want 100 from the api and 90 from the starter", r.StartExecutionCalls)
+	}
+	c.StartExecution.Size = 1000
+	if r := run(c).res; r.StartThrottled != 0 || r.QueuePeakDepth != 0 {
+		t.Fatalf("a bucket of 1,000 for 100 starts throttled %d and queued %d", r.StartThrottled, r.QueuePeakDepth)
+	}
+}
+
+// The stage answers what it cannot take 429; a client retries with backoff and gives up after
+// its tries. A stage large enough throttles nothing.
+func TestTheStageThrottlesAndClientsGiveUpAfterTheirTries(t *testing.T) {
+	c := small()
+	c.Stage, c.ThrottleTries = throttle.Limit{Size: 20, RefillPerSecond: 10}, 2
+	r := run(c).res
+	if r.StageThrottled == 0 || r.Answers[GaveUpThrottled] == 0 {
+		t.Fatalf("a stage of 10/s for 3,000 buyers in 5 s: %d throttled, %d gave up", r.StageThrottled, r.Answers[GaveUpThrottled])
+	}
+	c.Stage = throttle.Limit{Size: 100000, RefillPerSecond: 100000}
+	if r := run(c).res; r.StageThrottled != 0 || r.Answers[GaveUpThrottled] != 0 {
+		t.Fatalf("an ample stage: %d throttled, %d gave up", r.StageThrottled, r.Answers[GaveUpThrottled])
+	}
+}
+
+// When transitions are throttled so long that a lease lapses before its claim, the gate lets a
+// second buyer through for the seat, and the first buyer's execution loses at the claim: the
+// claim stays the authority, and the figure counts that execution as a loser's.
+func TestALeaseThatLapsesBeforeTheClaimLetsASecondBuyerThrough(t *testing.T) {
+	c := Defaults()
+	c.Buyers, c.Seats, c.Window, c.StatusPoll = 2, 1, 100*time.Millisecond, 0
+	c.Stage = throttle.Limit{Size: 100, RefillPerSecond: 100}
+	c.StateTransition = throttle.Limit{Size: 0, RefillPerSecond: 0.05}
+	c.SeatTries, c.Think = 5, 11*time.Second
+	r := run(c).res
+	if r.Answers[LostAtClaim] != 1 || r.Answers[Booked] != 1 || r.GateAdmitted != 2 {
+		t.Fatalf("answers %v, %d admitted; want one lost at the claim, one booked, two admitted", r.Answers, r.GateAdmitted)
+	}
+	if got := r.LosersTurnedAwayBeforeStart(); got >= 1 {
+		t.Fatalf("turned away before start %.2f with an execution lost at the claim", got)
+	}
+}
+
+// The same configuration gives the same result.
+func TestTheSimulationIsDeterministic(t *testing.T) {
+	a, b := run(small()).res, run(small()).res
+	if a.StageThrottled != b.StageThrottled || a.GateRefused != b.GateRefused || a.LastAnswered != b.LastAnswered || a.HoldWaitP99 != b.HoldWaitP99 {
+		t.Fatalf("two runs differ: %+v and %+v", a, b)
+	}
+}
