@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/twin/console"
 	"github.com/seatsaga/seatsaga/internal/twin/stack"
 )
 
@@ -23,6 +24,8 @@ type stackFile struct {
 	StateMachineARN string          `json:"stateMachineArn"`
 	// Admin serves the payment simulator's ledger (GET /ledger), which has no Stripe API.
 	Admin string `json:"admin"`
+	// Console is the local Step Functions console (internal/twin/console).
+	Console string `json:"console,omitempty"`
 }
 
 const defaultStackFile = "reports/local-stack.json"
@@ -36,6 +39,7 @@ func runUp(ctx context.Context, args []string) error {
 	hold := fs.Duration("hold", 10*time.Minute, "hold duration in stack time")
 	statePath := fs.String("state", defaultStackFile, "where to write the endpoints for `inspect`")
 	logPath := fs.String("log", "reports/up.log", "file for the stack's JSON logs (empty: discard)")
+	consoleAddr := fs.String("console", "127.0.0.1:0", "loopback address of the Step Functions console (empty: none)")
 	prices := pricingFlags{prices: "9000,6500,4000", row: 10, currency: "EUR"}
 	prices.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -71,8 +75,22 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeAdmin()
+	consoleURL, consoleLine := "", "(not started: -console is empty)"
+	if *consoleAddr != "" {
+		if host, _, err := net.SplitHostPort(*consoleAddr); err != nil || !(host == "localhost" || net.ParseIP(host).IsLoopback()) {
+			return fmt.Errorf("up: -console %q: the console redrives executions and must listen on loopback only", *consoleAddr)
+		}
+		// The console reads the twin through the stack's own Step Functions client (the
+		// unthrottled inspection endpoint): a person looking is not the account's traffic.
+		url, closeConsole, err := console.Serve(*consoleAddr, console.New(st.SFN, st.Inspector(), logger))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = closeConsole() }()
+		consoleURL, consoleLine = url, url+"/#/executions"
+	}
 	if err := writeStackFile(*statePath, stackFile{Endpoints: st.Endpoints, TablePrefix: st.Names.Prefix,
-		StateMachineARN: st.StateMachineARN, Admin: admin}); err != nil {
+		StateMachineARN: st.StateMachineARN, Admin: admin, Console: consoleURL}); err != nil {
 		return err
 	}
 	token, err := st.Token(*customer)
@@ -91,6 +109,7 @@ func runUp(ctx context.Context, args []string) error {
   Cognito (user pool)    %s
   payment simulator      %s
   ledger (admin)         %s/ledger
+  console                %s   state machines, executions, Redrive
   logs                   %s
   stack file             %s
 
@@ -118,17 +137,26 @@ book one, stating the price you expect (refused with 409 price_changed if it dif
 follow it (use the reservationId from the answer):
   curl -s %s/reservations/<reservationId> -H "Authorization: Bearer $TOKEN"
   go run ./infra/local inspect <reservationId>
+  or open %s/#/execution/%s<reservationId>
 
 cancel while paying (e.g. with "paymentMethod":"pm_sim_threeDSecureAbandoned"):
   curl -s -X DELETE %s/reservations/<reservationId> -H "Authorization: Bearer $TOKEN"
-`, e.API, e.StepFunctions, st.StateMachineARN, e.Lambda, e.DynamoDB, st.Names.Prefix, e.AWS, e.Cognito, e.Payments, admin, *logPath, *statePath,
+`, e.API, e.StepFunctions, st.StateMachineARN, e.Lambda, e.DynamoDB, st.Names.Prefix, e.AWS, e.Cognito, e.Payments, admin, consoleLine, *logPath, *statePath,
 		*eventID, len(ids), ids[0], ids[len(ids)-1], describePricing(pricing, len(ids)), *customer, token,
 		pricing.PriceOf(0), cur, e.API, *eventID, ids[0],
 		e.API, *eventID, ids[len(ids)-1], pricing.PriceOf(len(ids)-1), cur,
-		e.API, e.API)
+		e.API, consoleOr(consoleURL), st.ExecutionARN(""), e.API)
 	<-ctx.Done()
 	fmt.Println("\nstopping…")
 	return nil
+}
+
+// consoleOr names the console's URL in the printout, or says how to get one.
+func consoleOr(url string) string {
+	if url == "" {
+		return "(start up with -console)"
+	}
+	return url
 }
 
 func serveAdmin(st *stack.Stack) (string, func(), error) {

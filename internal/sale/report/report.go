@@ -418,6 +418,7 @@ figcaption{font-weight:600;margin-bottom:4px}
 <h2>State machine</h2>
 <p class="meta">Each box is a state with the number of times executions entered it; each edge's width and number say how many executions took it. Orange edges are Catch routes; dashed grey ones were never taken.</p>
 <div id="graph-wrap">{{.GraphSVG}}</div>
+<p class="meta" id="console-note">One execution at a time (its graph with the path it took, its event history, its reservation's items, outbox events and ledger, and Redrive) is in the local Step Functions console: the run that wrote this report has stopped its stack, so run <code>go run ./infra/local up</code> and open the console it prints.</p>
 
 <div id="report-errors"></div>
 <script id="report-data" type="application/json">{{.Data}}</script>

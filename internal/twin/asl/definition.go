@@ -187,14 +187,31 @@ func (p *parser) checkFields(obj map[string]any, loc string, allowed ...string) 
 
 func (p *parser) block(obj map[string]any, loc string) *block {
 	b := &block{States: map[string]*State{}}
+	// Absent fields are named together at the block, as Step Functions' validator names them;
+	// present ones of the wrong kind at the field.
+	var missing []string
+	for _, field := range []string{"States", "StartAt"} {
+		if _, present := obj[field]; !present {
+			missing = append(missing, field)
+		}
+	}
+	if len(missing) > 0 {
+		at := loc
+		if at == "" {
+			at = "/"
+		}
+		p.add("SCHEMA_VALIDATION_FAILED", at, "These fields are required: [%s]", strings.Join(missing, ", "))
+	}
 	start, ok := obj["StartAt"].(string)
-	if !ok || start == "" {
-		p.add("SCHEMA_VALIDATION_FAILED", loc+"/StartAt", "StartAt is required and must be a string")
+	if _, present := obj["StartAt"]; present && (!ok || start == "") {
+		p.add("SCHEMA_VALIDATION_FAILED", loc+"/StartAt", "StartAt must be a non-empty string")
 	}
 	b.StartAt = start
 	states, ok := obj["States"].(map[string]any)
-	if !ok || len(states) == 0 {
-		p.add("SCHEMA_VALIDATION_FAILED", loc+"/States", "States is required and must be a non-empty object")
+	if _, present := obj["States"]; present && (!ok || len(states) == 0) {
+		p.add("SCHEMA_VALIDATION_FAILED", loc+"/States", "States must be a non-empty object")
+	}
+	if len(states) == 0 {
 		return b
 	}
 	names := make([]string, 0, len(states))

@@ -77,16 +77,39 @@ type Server struct {
 	executions map[string]*asl.Execution
 	byMachine  map[string][]*asl.Execution // by state machine ARN, in start order
 	names      map[string]*asl.Execution   // by state machine ARN + "\x00" + execution name
+	// runs holds what the API says of an execution beyond the engine's view of it: the type of
+	// its state machine, the version it was started through, its redrives.
+	runs map[string]*runInfo // by execution ARN
 
 	httpSrv *http.Server
 	// inspection serves InspectionHandler when StartInspection started it.
 	inspection *http.Server
 }
 
+// machine is one state machine, or one published version of it. A value is never changed once
+// stored: UpdateStateMachine and TagResource store a changed copy, so that a reader holding a
+// value needs no lock.
 type machine struct {
 	arn, name, definition, roleARN, typ string
 	created                             time.Time
 	sm                                  *asl.StateMachine
+	// revisionID changes with every change of definition, role, logging or tracing.
+	revisionID string
+	// updated is when UpdateStateMachine last changed the machine (zero: never).
+	updated time.Time
+	logging json.RawMessage // loggingConfiguration as given; nil: the default (OFF)
+	tracing bool
+	tags    []tag
+	// versions are the published versions, oldest first; description is a version's own.
+	versions    []*machine
+	description string
+	// parent is, for a version, the ARN of its state machine.
+	parent string
+}
+
+type tag struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // New returns a server; call Handler or Start to serve it.
@@ -110,6 +133,7 @@ func New(o Options) *Server {
 		executions: map[string]*asl.Execution{},
 		byMachine:  map[string][]*asl.Execution{},
 		names:      map[string]*asl.Execution{},
+		runs:       map[string]*runInfo{},
 		throttles:  newThrottles(o.Clock, o.Quotas),
 	}
 	if o.Observer != nil {
@@ -248,6 +272,8 @@ type apiError struct {
 	status int
 	code   string
 	msg    string
+	// extra holds the error's members beyond its message (ResourceNotFound's resourceName).
+	extra map[string]any
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.msg }
@@ -268,21 +294,7 @@ func (s *Server) InspectionHandler() http.Handler { return s.handler(nil) }
 
 // handler serves the API, admitting each call through t when t is set.
 func (s *Server) handler(t *throttles) http.Handler {
-	ops := map[string]func(json.RawMessage) (any, error){
-		"CreateStateMachine":               s.createStateMachine,
-		"DescribeStateMachine":             s.describeStateMachine,
-		"DescribeStateMachineForExecution": s.describeStateMachineForExecution,
-		"ListStateMachines":                s.listStateMachines,
-		"DeleteStateMachine":               s.deleteStateMachine,
-		"StartExecution":                   s.startExecution,
-		"DescribeExecution":                s.describeExecution,
-		"ListExecutions":                   s.listExecutions,
-		"GetExecutionHistory":              s.getExecutionHistory,
-		"StopExecution":                    s.stopExecution,
-		"SendTaskSuccess":                  s.sendTaskSuccess,
-		"SendTaskFailure":                  s.sendTaskFailure,
-		"SendTaskHeartbeat":                s.sendTaskHeartbeat,
-	}
+	ops := s.operations()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := r.Header.Get("X-Amz-Target")
 		op, found := strings.CutPrefix(target, "AWSStepFunctions.")
@@ -306,7 +318,7 @@ func (s *Server) handler(t *throttles) http.Handler {
 				return
 			}
 		}
-		out, err := handle(body)
+		out, err := handle(r.Context(), body)
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
@@ -328,7 +340,11 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	w.Header().Set("X-Amzn-ErrorType", e.code)
 	w.WriteHeader(e.status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.code, "message": e.msg})
+	body := map[string]any{"__type": e.code, "message": e.msg}
+	for k, v := range e.extra {
+		body[k] = v
+	}
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 func decode(body json.RawMessage, v any) error {
@@ -352,10 +368,18 @@ func (s *Server) machineARN(name string) string {
 
 // splitMachineARN separates a Step Functions Local test-case selector
 // ("stateMachineArn#TestCase") from the ARN and checks the ARN's form.
+// splitMachineARN separates a Step Functions Local test-case selector
+// ("stateMachineArn#TestCase") from the ARN and checks the ARN's form: a state machine's, or a
+// version's (the machine's ARN, a colon and the version number).
 func (s *Server) splitMachineARN(arn string) (string, string, error) {
 	base, testCase, _ := strings.Cut(arn, "#")
 	parts := strings.Split(base, ":")
-	if len(parts) != 7 || parts[0] != "arn" || parts[2] != "states" || parts[5] != "stateMachine" || parts[6] == "" {
+	valid := (len(parts) == 7 || len(parts) == 8) && parts[0] == "arn" && parts[2] == "states" && parts[5] == "stateMachine" && parts[6] != ""
+	if valid && len(parts) == 8 {
+		n, err := strconv.Atoi(parts[7])
+		valid = err == nil && n > 0
+	}
+	if !valid {
 		return "", "", clientErr("InvalidArn", "Invalid Arn: '%s'", arn)
 	}
 	return base, testCase, nil
@@ -371,10 +395,17 @@ func checkExecutionARN(arn string) error {
 
 func (s *Server) createStateMachine(body json.RawMessage) (any, error) {
 	var in struct {
-		Name       string `json:"name"`
-		Definition string `json:"definition"`
-		RoleArn    string `json:"roleArn"`
-		Type       string `json:"type"`
+		Name                 string          `json:"name"`
+		Definition           string          `json:"definition"`
+		RoleArn              string          `json:"roleArn"`
+		Type                 string          `json:"type"`
+		Tags                 []tag           `json:"tags"`
+		LoggingConfiguration json.RawMessage `json:"loggingConfiguration"`
+		TracingConfiguration *struct {
+			Enabled bool `json:"enabled"`
+		} `json:"tracingConfiguration"`
+		Publish            bool    `json:"publish"`
+		VersionDescription *string `json:"versionDescription"`
 	}
 	if err := decode(body, &in); err != nil {
 		return nil, err
@@ -388,15 +419,17 @@ func (s *Server) createStateMachine(body json.RawMessage) (any, error) {
 	if in.Type != "STANDARD" && in.Type != "EXPRESS" {
 		return nil, clientErr("ValidationException", "type must be STANDARD or EXPRESS")
 	}
-	def, missing := asl.Substitute([]byte(in.Definition), s.opts.Substitutions)
-	if len(missing) > 0 {
-		return nil, clientErr("InvalidDefinition", "Invalid State Machine Definition: definition substitutions missing for %s", strings.Join(missing, ", "))
+	if in.VersionDescription != nil && !in.Publish {
+		return nil, clientErr("ValidationException", "Version description can only be set when publish is true")
 	}
-	sm, err := asl.Parse(def)
+	def, sm, err := s.parseDefinition(in.Definition, in.Type)
 	if err != nil {
-		return nil, clientErr("InvalidDefinition", "%v", err)
+		return nil, err
 	}
 	arn := s.machineARN(in.Name)
+	if err := checkTags(arn, nil, in.Tags); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m, ok := s.machines[arn]; ok {
@@ -405,20 +438,54 @@ func (s *Server) createStateMachine(body json.RawMessage) (any, error) {
 		}
 		return nil, clientErr("StateMachineAlreadyExists", "State Machine Already Exists: '%s'", arn)
 	}
-	m := &machine{arn: arn, name: in.Name, definition: string(def), roleARN: in.RoleArn, typ: in.Type, created: s.opts.Clock.Now(), sm: sm}
+	m := &machine{arn: arn, name: in.Name, definition: string(def), roleARN: in.RoleArn, typ: in.Type, created: s.opts.Clock.Now(), sm: sm,
+		revisionID: newExecutionName(), logging: in.LoggingConfiguration, tracing: in.TracingConfiguration != nil && in.TracingConfiguration.Enabled,
+		tags: mergeTags(nil, in.Tags)}
+	out := map[string]any{"stateMachineArn": arn, "creationDate": epoch(m.created)}
+	if in.Publish {
+		m = m.publish(aws2str(in.VersionDescription), m.created)
+		out["stateMachineVersionArn"] = m.versions[len(m.versions)-1].arn
+	}
 	s.machines[arn] = m
 	s.log.Info("state machine created", "stateMachine", arn)
-	return map[string]any{"stateMachineArn": arn, "creationDate": epoch(m.created)}, nil
+	return out, nil
 }
 
+// parseDefinition applies the server's substitutions to a definition and validates it for a
+// state machine of type typ.
+func (s *Server) parseDefinition(definition, typ string) ([]byte, *asl.StateMachine, error) {
+	def, missing := asl.Substitute([]byte(definition), s.opts.Substitutions)
+	if len(missing) > 0 {
+		return nil, nil, clientErr("InvalidDefinition", "Invalid State Machine Definition: definition substitutions missing for %s", strings.Join(missing, ", "))
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		return nil, nil, clientErr("InvalidDefinition", "%v", err)
+	}
+	if typ == "EXPRESS" {
+		if problems := sm.ExpressProblems(); len(problems) > 0 {
+			return nil, nil, clientErr("InvalidDefinition", "%v", &asl.ValidationError{Problems: problems})
+		}
+	}
+	return def, sm, nil
+}
+
+// lookupMachine finds the state machine, or the version, an ARN names.
 func (s *Server) lookupMachine(arn string) (*machine, string, error) {
 	base, testCase, err := s.splitMachineARN(arn)
 	if err != nil {
 		return nil, "", err
 	}
+	parts := strings.Split(base, ":")
 	s.mu.Lock()
-	m, ok := s.machines[base]
+	m, ok := s.machines[strings.Join(parts[:7], ":")]
 	s.mu.Unlock()
+	if ok && len(parts) == 8 {
+		n, _ := strconv.Atoi(parts[7])
+		if ok = n <= len(m.versions); ok {
+			m = m.versions[n-1]
+		}
+	}
 	if !ok {
 		return nil, "", clientErr("StateMachineDoesNotExist", "State Machine Does Not Exist: '%s'", base)
 	}
@@ -431,8 +498,17 @@ func (s *Server) describeStateMachineForExecution(body json.RawMessage) (any, er
 		return nil, err
 	}
 	m := x.Snapshot().Machine
-	return map[string]any{"stateMachineArn": x.StateMachineARN, "name": x.StateMachineName, "definition": m.Definition,
-		"roleArn": x.RoleARN, "updateDate": epoch(x.StartDate)}, nil
+	out := map[string]any{"stateMachineArn": x.StateMachineARN, "name": x.StateMachineName, "definition": m.Definition,
+		"roleArn": x.RoleARN, "updateDate": epoch(x.StartDate)}
+	if info := s.run(x.ARN); info != nil {
+		out["revisionId"] = info.revisionID
+		out["loggingConfiguration"] = info.machine.loggingConfiguration()
+		out["tracingConfiguration"] = map[string]any{"enabled": info.machine.tracing}
+		if info.versionARN != "" {
+			out["stateMachineVersionArn"] = info.versionARN
+		}
+	}
+	return out, nil
 }
 
 func (s *Server) describeStateMachine(body json.RawMessage) (any, error) {
@@ -446,9 +522,21 @@ func (s *Server) describeStateMachine(body json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"stateMachineArn": m.arn, "name": m.name, "status": "ACTIVE", "definition": m.definition,
-		"roleArn": m.roleARN, "type": m.typ, "creationDate": epoch(m.created),
-		"loggingConfiguration": map[string]any{"level": "OFF", "includeExecutionData": false}}, nil
+	out := map[string]any{"stateMachineArn": m.arn, "name": m.name, "status": "ACTIVE", "definition": m.definition,
+		"roleArn": m.roleARN, "type": m.typ, "creationDate": epoch(m.created), "revisionId": m.revisionID,
+		"loggingConfiguration": m.loggingConfiguration(), "tracingConfiguration": map[string]any{"enabled": m.tracing}}
+	if m.description != "" {
+		out["description"] = m.description
+	}
+	return out, nil
+}
+
+// loggingConfiguration is the machine's logging configuration as DescribeStateMachine shows it.
+func (m *machine) loggingConfiguration() any {
+	if len(m.logging) == 0 {
+		return map[string]any{"level": "OFF", "includeExecutionData": false}
+	}
+	return m.logging
 }
 
 // page slices items by an opaque offset token.
@@ -551,16 +639,21 @@ func (s *Server) startExecution(body json.RawMessage) (any, error) {
 		return nil, clientErr("InvalidExecutionInput", "Invalid State Machine Execution Input: 'the input is not valid JSON'")
 	}
 	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", s.opts.Region, s.opts.AccountID, m.name, in.Name)
-	key := m.arn + "\x00" + in.Name
+	machineARN, versionARN := m.arn, ""
+	if m.parent != "" {
+		machineARN, versionARN = m.parent, m.arn
+	}
+	key := machineARN + "\x00" + in.Name
 
-	x, started, err := s.startNamed(key, m.sm, asl.ExecutionSpec{ARN: arn, Name: in.Name, StateMachineARN: m.arn,
-		StateMachineName: m.name, RoleARN: m.roleARN, TestCase: testCase, Input: []byte(input)})
+	x, started, err := s.startNamed(key, m.sm, asl.ExecutionSpec{ARN: arn, Name: in.Name, StateMachineARN: machineARN,
+		StateMachineName: m.name, RoleARN: m.roleARN, TestCase: testCase, Input: []byte(input)},
+		&runInfo{machine: m, versionARN: versionARN, revisionID: m.revisionID})
 	if err != nil {
 		return nil, err
 	}
 	if started {
 		// Reported outside the lock, so that an observer may call the server.
-		s.observe(ExecutionEvent{StateMachineARN: m.arn, ExecutionARN: x.ARN, Status: asl.StatusRunning, Start: x.StartDate})
+		s.observe(ExecutionEvent{StateMachineARN: machineARN, ExecutionARN: x.ARN, Status: asl.StatusRunning, Start: x.StartDate})
 	}
 	return map[string]any{"executionArn": x.ARN, "startDate": epoch(x.StartDate)}, nil
 }
@@ -568,7 +661,7 @@ func (s *Server) startExecution(body json.RawMessage) (any, error) {
 // startNamed starts the execution spec names unless one of that name exists: it returns the
 // running execution of the same name and input (StartExecution is idempotent) with started
 // false, and refuses any other.
-func (s *Server) startNamed(key string, sm *asl.StateMachine, spec asl.ExecutionSpec) (*asl.Execution, bool, error) {
+func (s *Server) startNamed(key string, sm *asl.StateMachine, spec asl.ExecutionSpec, info *runInfo) (*asl.Execution, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prev, ok := s.names[key]; ok {
@@ -586,6 +679,7 @@ func (s *Server) startNamed(key string, sm *asl.StateMachine, spec asl.Execution
 		return nil, false, err
 	}
 	s.names[key] = x
+	s.runs[spec.ARN] = info
 	s.executions[spec.ARN] = x
 	s.byMachine[spec.StateMachineARN] = append(s.byMachine[spec.StateMachineARN], x)
 	return x, true, nil
@@ -643,16 +737,36 @@ func (s *Server) describeExecution(body json.RawMessage) (any, error) {
 	if snap.Cause != "" {
 		out["cause"] = snap.Cause
 	}
+	info := s.run(x.ARN)
+	if info == nil {
+		return out, nil
+	}
+	if info.versionARN != "" {
+		out["stateMachineVersionArn"] = info.versionARN
+	}
+	out["redriveCount"] = info.redriveCount
+	if !info.redriveDate.IsZero() {
+		out["redriveDate"] = epoch(info.redriveDate)
+	}
+	if reason := s.redriveRefusal(x, info); reason != "" {
+		out["redriveStatus"], out["redriveStatusReason"] = "NOT_REDRIVABLE", reason
+	} else {
+		out["redriveStatus"] = "REDRIVABLE"
+	}
 	return out, nil
 }
 
 var statuses = map[string]bool{asl.StatusRunning: true, asl.StatusSucceeded: true, asl.StatusFailed: true,
 	asl.StatusTimedOut: true, asl.StatusAborted: true, "PENDING_REDRIVE": true}
 
+var redriveFilters = map[string]bool{"": true, "REDRIVEN": true, "NOT_REDRIVEN": true}
+
 func (s *Server) listExecutions(body json.RawMessage) (any, error) {
 	var in struct {
 		StateMachineArn string `json:"stateMachineArn"`
 		StatusFilter    string `json:"statusFilter"`
+		RedriveFilter   string `json:"redriveFilter"`
+		MapRunArn       string `json:"mapRunArn"`
 		MaxResults      int    `json:"maxResults"`
 		NextToken       string `json:"nextToken"`
 	}
@@ -662,16 +776,37 @@ func (s *Server) listExecutions(body json.RawMessage) (any, error) {
 	if in.StatusFilter != "" && !statuses[in.StatusFilter] {
 		return nil, clientErr("ValidationException", "invalid statusFilter %q", in.StatusFilter)
 	}
+	if !redriveFilters[in.RedriveFilter] {
+		return nil, clientErr("ValidationException", "invalid redriveFilter %q", in.RedriveFilter)
+	}
+	if in.StatusFilter == "PENDING_REDRIVE" && in.MapRunArn == "" {
+		return nil, clientErr("ValidationException", "statusFilter PENDING_REDRIVE requires a mapRunArn")
+	}
 	m, _, err := s.lookupMachine(in.StateMachineArn)
 	if err != nil {
 		return nil, err
 	}
-	all := s.Executions(m.arn)
-	var list []asl.Snapshot
+	machineARN := m.arn
+	if m.parent != "" {
+		machineARN = m.parent
+	}
+	all := s.Executions(machineARN)
+	type listed struct {
+		snap asl.Snapshot
+		info runInfo
+	}
+	var list []listed
 	for i := len(all) - 1; i >= 0; i-- { // newest first, as AWS lists them
 		snap := all[i].Snapshot()
-		if in.StatusFilter == "" || snap.Status == in.StatusFilter {
-			list = append(list, snap)
+		var info runInfo
+		if p := s.run(snap.Spec.ARN); p != nil {
+			info = *p
+		}
+		if m.parent != "" && info.versionARN != m.arn {
+			continue
+		}
+		if (in.StatusFilter == "" || snap.Status == in.StatusFilter) && redriveFilterMatches(in.RedriveFilter, info.redriveCount) {
+			list = append(list, listed{snap, info})
 		}
 	}
 	pg, next, err := page(list, in.MaxResults, in.NextToken)
@@ -679,11 +814,17 @@ func (s *Server) listExecutions(body json.RawMessage) (any, error) {
 		return nil, err
 	}
 	out := make([]map[string]any, len(pg))
-	for i, snap := range pg {
-		e := map[string]any{"executionArn": snap.Spec.ARN, "stateMachineArn": snap.Spec.StateMachineARN,
-			"name": snap.Spec.Name, "status": snap.Status, "startDate": epoch(snap.Start)}
-		if snap.Status != asl.StatusRunning {
-			e["stopDate"] = epoch(snap.Stop)
+	for i, l := range pg {
+		e := map[string]any{"executionArn": l.snap.Spec.ARN, "stateMachineArn": l.snap.Spec.StateMachineARN,
+			"name": l.snap.Spec.Name, "status": l.snap.Status, "startDate": epoch(l.snap.Start)}
+		if l.snap.Status != asl.StatusRunning {
+			e["stopDate"] = epoch(l.snap.Stop)
+		}
+		if l.info.versionARN != "" {
+			e["stateMachineVersionArn"] = l.info.versionARN
+		}
+		if l.info.redriveCount > 0 {
+			e["redriveCount"], e["redriveDate"] = l.info.redriveCount, epoch(l.info.redriveDate)
 		}
 		out[i] = e
 	}
@@ -692,6 +833,17 @@ func (s *Server) listExecutions(body json.RawMessage) (any, error) {
 		resp["nextToken"] = next
 	}
 	return resp, nil
+}
+
+// redriveFilterMatches applies ListExecutions' redriveFilter to an execution redriven count times.
+func redriveFilterMatches(filter string, count int64) bool {
+	switch filter {
+	case "REDRIVEN":
+		return count > 0
+	case "NOT_REDRIVEN":
+		return count == 0
+	}
+	return true
 }
 
 var dataFields = map[string]bool{"input": true, "output": true, "parameters": true}
@@ -724,7 +876,7 @@ func (s *Server) getExecutionHistory(body json.RawMessage) (any, error) {
 	include := in.IncludeExecutionData == nil || *in.IncludeExecutionData
 	out := make([]map[string]any, len(pg))
 	for i, ev := range pg {
-		e := map[string]any{"id": ev.ID, "previousEventId": ev.PreviousEventID, "timestamp": epoch(ev.Timestamp), "type": ev.Type}
+		e := map[string]any{"id": ev.ID, "previousEventId": previousEventID(ev), "timestamp": epoch(ev.Timestamp), "type": ev.Type}
 		if ev.DetailsKey != "" {
 			details := ev.Details
 			if !include {
@@ -744,6 +896,16 @@ func (s *Server) getExecutionHistory(body json.RawMessage) (any, error) {
 		resp["nextToken"] = next
 	}
 	return resp, nil
+}
+
+// previousEventID is an event's previousEventId as Step Functions reports it: the event that
+// follows ExecutionStarted (the first state's) has 0, as ExecutionStarted itself has; the engine
+// chains it to ExecutionStarted.
+func previousEventID(ev asl.HistoryEvent) int64 {
+	if ev.PreviousEventID == 1 {
+		return 0
+	}
+	return ev.PreviousEventID
 }
 
 func (s *Server) stopExecution(body json.RawMessage) (any, error) {
@@ -768,13 +930,20 @@ func (s *Server) stopExecution(body json.RawMessage) (any, error) {
 	return map[string]any{"stopDate": epoch(stop)}, nil
 }
 
-func tokenErr(err error) error {
+// tokenErr turns an engine error about token into the API's error. A token the engine issued
+// whose task has closed gets TaskTimedOut, as Step Functions answers for "a task token that has
+// either expired or whose task has already been closed"; only a token never issued (or long
+// forgotten) gets TaskDoesNotExist.
+func (s *Server) tokenErr(err error, token string) error {
 	switch {
 	case errors.Is(err, asl.ErrInvalidToken):
 		return clientErr("InvalidToken", "Invalid Token: the task token is malformed")
 	case errors.Is(err, asl.ErrTaskTimedOut):
-		return clientErr("TaskTimedOut", "Task Timed Out: the task has timed out")
+		return clientErr("TaskTimedOut", "Task Timed Out: 'Provided task does not exist anymore'")
 	case errors.Is(err, asl.ErrTaskDoesNotExist):
+		if _, issued := s.engine.TokenStateMachine(token); issued {
+			return clientErr("TaskTimedOut", "Task Timed Out: 'Provided task does not exist anymore'")
+		}
 		return clientErr("TaskDoesNotExist", "Task Does Not Exist: no task is waiting on this token")
 	case errors.Is(err, asl.ErrInvalidOutput):
 		return clientErr("InvalidOutput", "Invalid Output: %v", err)
@@ -791,7 +960,7 @@ func (s *Server) sendTaskSuccess(body json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if err := s.engine.SendTaskSuccess(in.TaskToken, []byte(in.Output)); err != nil {
-		return nil, tokenErr(err)
+		return nil, s.tokenErr(err, in.TaskToken)
 	}
 	return map[string]any{}, nil
 }
@@ -806,7 +975,7 @@ func (s *Server) sendTaskFailure(body json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if err := s.engine.SendTaskFailure(in.TaskToken, in.Error, in.Cause); err != nil {
-		return nil, tokenErr(err)
+		return nil, s.tokenErr(err, in.TaskToken)
 	}
 	return map[string]any{}, nil
 }
@@ -819,7 +988,7 @@ func (s *Server) sendTaskHeartbeat(body json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if err := s.engine.SendTaskHeartbeat(in.TaskToken); err != nil {
-		return nil, tokenErr(err)
+		return nil, s.tokenErr(err, in.TaskToken)
 	}
 	return map[string]any{}, nil
 }

@@ -33,7 +33,7 @@ func newClient(endpoint string) *sfn.Client {
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-	})
+	}, stepfunctions.WithoutHostPrefix)
 }
 
 func newEnv(t testing.TB, mocker asl.TaskMocker) *env {
@@ -205,9 +205,15 @@ func TestLifecycle(t *testing.T) {
 	if got := eventTypes(events); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("history\n got %v\nwant %v", got, want)
 	}
+	// As in Step Functions' histories, the first state's event has previousEventId 0, like
+	// ExecutionStarted; every later one names the event before it.
 	for i, ev := range events {
-		if ev.Id != int64(i+1) || ev.PreviousEventId != int64(i) || ev.Timestamp == nil {
-			t.Fatalf("event %d: id %d previous %d", i, ev.Id, ev.PreviousEventId)
+		wantPrev := int64(i)
+		if i == 1 {
+			wantPrev = 0
+		}
+		if ev.Id != int64(i+1) || ev.PreviousEventId != wantPrev || ev.Timestamp == nil {
+			t.Fatalf("event %d: id %d previous %d, want previous %d", i, ev.Id, ev.PreviousEventId, wantPrev)
 		}
 	}
 	if d := events[2].LambdaFunctionScheduledEventDetails; d == nil || !strings.HasSuffix(*d.Resource, "function:echo") || *d.Input != `{"seat":"A1"}` {
@@ -353,8 +359,9 @@ func TestTaskTokenSuccess(t *testing.T) {
 	if out.Status != types.ExecutionStatusSucceeded || *out.Output != `{"order":"o-1","payment":{"status":"authorized"}}` {
 		t.Fatalf("got %s %s", out.Status, aws.ToString(out.Output))
 	}
+	// A token whose task has closed gets TaskTimedOut, as Step Functions answers.
 	_, err := e.client.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(tok), Output: aws.String(`{}`)})
-	wantAPIError[*types.TaskDoesNotExist](t, err)
+	wantAPIError[*types.TaskTimedOut](t, err)
 
 	types_ := eventTypes(e.history(t, x))
 	want := "ExecutionStarted,TaskStateEntered,TaskScheduled,TaskStarted,TaskSubmitted,TaskSucceeded,TaskStateExited,SucceedStateEntered,SucceedStateExited,ExecutionSucceeded"
@@ -465,8 +472,9 @@ func TestStopExecution(t *testing.T) {
 	if last.Type != types.HistoryEventTypeExecutionAborted || *last.ExecutionAbortedEventDetails.Cause != "changed mind" {
 		t.Fatalf("last event %s", last.Type)
 	}
+	// The stopped execution's task has closed: its token gets TaskTimedOut.
 	_, err = e.client.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(tok), Output: aws.String(`{}`)})
-	wantAPIError[*types.TaskDoesNotExist](t, err)
+	wantAPIError[*types.TaskTimedOut](t, err)
 	if e.srv.Engine().WaitingTasks() != 0 {
 		t.Fatalf("waiting tasks after stop = %d", e.srv.Engine().WaitingTasks())
 	}
