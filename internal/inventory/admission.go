@@ -246,8 +246,16 @@ func (st *Store) GiveBackHoldSlot(ctx context.Context, customerID, reservationID
 	return nil
 }
 
-// admissionCondition is the gate's condition on each seat; a test may drop its lease clause to
-// show what the clause prevents.
+// slotRetention are the values of a slot kept from a claim at now: until the admission's
+// retention, and collected a day later.
+func slotRetention(reservationID string, now time.Time) map[string]types.AttributeValue {
+	until := now.Add(AdmissionRetention)
+	return map[string]types.AttributeValue{
+		":rid": s(reservationID), ":until": s(FormatTime(until)),
+		":ttl": &types.AttributeValueMemberN{Value: strconv.FormatInt(until.Add(24*time.Hour).Unix(), 10)},
+	}
+}
+
 // slotDelete frees hold slot key while reservationID has it; a slot that is gone already passes
 // too, and one another reservation has taken since fails the condition and is left alone.
 func (st *Store) slotDelete(key, reservationID string) *types.Delete {
@@ -260,6 +268,8 @@ func (st *Store) slotDelete(key, reservationID string) *types.Delete {
 	}
 }
 
+// admissionCondition is the gate's condition on each seat; a test may drop its lease clause to
+// show what the clause prevents.
 func (st *Store) admissionCondition() string {
 	if st.gateWithoutLease {
 		return claimableSeat

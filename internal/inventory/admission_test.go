@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -400,25 +402,119 @@ func TestEveryWayAHoldEndsGivesItsPlaceUnderTheCapBack(t *testing.T) {
 	}
 }
 
-// A hold that ends after its place under the cap passed to another reservation of the customer
-// (the place's time ran out first) still ends, and leaves the other reservation's place alone.
-func TestAHoldEndingLateLeavesThePlaceItLostAlone(t *testing.T) {
+// A claim that comes after its admission's place under the cap passed to another reservation
+// of the customer (more than the slot's time after the admission) still holds the seats, keeps
+// no place, and its release leaves the other reservations' places alone.
+func TestAClaimAfterItsPlacePassedOnHoldsWithoutItAndLeavesTheOthersAlone(t *testing.T) {
 	ctx := context.Background()
 	f := newAdmissionFixture(t)
 	f.seats(t, "ev", "A1", "A2", "A3", "A4", "A5")
 	until := f.clock.Now().Add(5 * time.Minute)
-	first := claimUnderCap(t, f, "r-1", "A1", until)
-	claimUnderCap(t, f, "r-2", "A2", until)
+	var keys []string
+	for _, id := range []string{"r-1", "r-2"} {
+		res, err := f.store.Admit(ctx, capped(f.admission(id, map[string]string{"r-1": "A1", "r-2": "A2"}[id]), "cust", until))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, reservation.HoldSlotKey("cust", res.HoldSlot))
+	}
 	f.clock.Set(until)
 	later := f.clock.Now().Add(time.Hour)
 	claimUnderCap(t, f, "r-3", "A3", later)
 	claimUnderCap(t, f, "r-4", "A4", later)
+	late := claimWithSlot(t, f, "r-1", "A1", keys[0])
+	if late.Inventory != reservation.Held || late.SlotKey != "" {
+		t.Fatalf("r-1's late claim: %s with slot %q, want HELD with none", late.Inventory, late.SlotKey)
+	}
+	must[reservation.Reservation](t)(f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: late.ID, Guard: reservation.GuardOf(late), Reason: "cancelled"}))
+	var hl *reservation.HoldLimit
+	if _, err := f.store.Admit(ctx, capped(f.admission("r-5", "A5"), "cust", later)); !errors.As(err, &hl) {
+		t.Fatalf("r-5 while r-3 and r-4 hold both places: %v, want HoldLimit", err)
+	}
+}
+
+// A hold whose place another reservation has taken since (its slot was given back early) still
+// ends, and its end leaves that reservation's place alone.
+func TestAHoldEndingAfterItsPlaceWasTakenLeavesThatPlaceAlone(t *testing.T) {
+	ctx := context.Background()
+	f := newAdmissionFixture(t)
+	f.seats(t, "ev", "A1", "A2", "A3", "A4")
+	until := f.clock.Now().Add(time.Hour)
+	first := claimUnderCap(t, f, "r-1", "A1", until)
+	claimUnderCap(t, f, "r-2", "A2", until)
+	slot, _ := strconv.Atoi(first.SlotKey[strings.LastIndex(first.SlotKey, "#")+1:])
+	if err := f.store.GiveBackHoldSlot(ctx, "cust", "r-1", slot); err != nil {
+		t.Fatal(err)
+	}
+	claimUnderCap(t, f, "r-3", "A3", until)
 	released := must[reservation.Reservation](t)(f.store.Release(ctx, reservation.ReleaseRequest{ReservationID: first.ID, Guard: reservation.GuardOf(first), Reason: "cancelled"}))
 	if released.Inventory != reservation.Released {
 		t.Fatalf("r-1 after its release: %s, want RELEASED", released.Inventory)
 	}
 	var hl *reservation.HoldLimit
-	if _, err := f.store.Admit(ctx, capped(f.admission("r-5", "A5"), "cust", later)); !errors.As(err, &hl) {
-		t.Fatalf("r-5 while r-3 and r-4 hold both places: %v, want HoldLimit", err)
+	if _, err := f.store.Admit(ctx, capped(f.admission("r-4", "A4"), "cust", until)); !errors.As(err, &hl) {
+		t.Fatalf("r-4 while r-2 and r-3 hold both places: %v, want HoldLimit", err)
+	}
+}
+
+// admitWithTheAPIsSlotTime admits id for seat as customer "cust" under a cap of two with the
+// api's slot time (now + lease + hold) and returns the slot key the execution input carries.
+func admitWithTheAPIsSlotTime(t *testing.T, f *fixture, id, seat string) string {
+	t.Helper()
+	res, err := f.store.Admit(context.Background(), capped(f.admission(id, seat), "cust", f.clock.Now().Add(lease+10*time.Minute)))
+	if err != nil || !res.Admitted {
+		t.Fatalf("admit %s: %+v %v", id, res, err)
+	}
+	return reservation.HoldSlotKey("cust", res.HoldSlot)
+}
+
+func claimWithSlot(t *testing.T, f *fixture, id, seat, slotKey string) reservation.Reservation {
+	t.Helper()
+	claim := request(id, "ev", seat)
+	claim.CustomerID, claim.SlotKey = "cust", slotKey
+	return must[reservation.Reservation](t)(f.store.Claim(context.Background(), claim))
+}
+
+// A claim that comes late (the Claim state retried a throttled Lambda for half a minute) holds
+// the seats for the whole hold from the claim; the slot's own time, counted from the admission,
+// must not free the place while that hold is live.
+func TestALateClaimKeepsItsPlaceUnderTheCapForAsLongAsItsHold(t *testing.T) {
+	ctx := context.Background()
+	f := newAdmissionFixture(t)
+	f.seats(t, "ev", "A1", "A2", "A3")
+	k1 := admitWithTheAPIsSlotTime(t, f, "r-1", "A1")
+	f.clock.Advance(30 * time.Second)
+	r1 := claimWithSlot(t, f, "r-1", "A1", k1)
+	claimWithSlot(t, f, "r-2", "A2", admitWithTheAPIsSlotTime(t, f, "r-2", "A2"))
+	f.clock.Advance(10*time.Minute + lease - 30*time.Second)
+	if !f.clock.Now().Before(r1.HoldExpiresAt) {
+		t.Fatalf("r-1's hold should still be live at %s (deadline %s)", f.clock.Now(), r1.HoldExpiresAt)
+	}
+	var hl *reservation.HoldLimit
+	if _, err := f.store.Admit(ctx, capped(f.admission("r-3", "A3"), "cust", f.clock.Now().Add(time.Hour))); !errors.As(err, &hl) {
+		t.Fatalf("r-3 while r-1 and r-2 hold live seats: %v, want HoldLimit", err)
+	}
+}
+
+// A reservation whose payment is pending keeps its seats past the hold's deadline until the
+// saga or the sweeper ends it, and keeps its place under the cap as long: only the write that
+// ends it gives the place back.
+func TestAPaymentPendingPastItsDeadlineKeepsItsPlaceUntilItEnds(t *testing.T) {
+	ctx := context.Background()
+	f := newAdmissionFixture(t)
+	f.seats(t, "ev", "A1", "A2", "A3")
+	r1 := claimWithSlot(t, f, "r-1", "A1", admitWithTheAPIsSlotTime(t, f, "r-1", "A1"))
+	r1 = must[reservation.Reservation](t)(f.store.StartPayment(ctx, r1.ID, reservation.GuardOf(r1)))
+	r2 := claimWithSlot(t, f, "r-2", "A2", admitWithTheAPIsSlotTime(t, f, "r-2", "A2"))
+	f.clock.Advance(lease + 10*time.Minute + time.Second)
+	var hl *reservation.HoldLimit
+	if _, err := f.store.Admit(ctx, capped(f.admission("r-3", "A3"), "cust", f.clock.Now().Add(time.Hour))); !errors.As(err, &hl) {
+		t.Fatalf("r-3 while r-1's payment is pending and r-2's hold is not yet swept: %v, want HoldLimit", err)
+	}
+	// The sweeper expires r-2's lapsed hold: its place comes back, and r-1's stays taken.
+	must[reservation.Reservation](t)(f.store.Expire(ctx, r2.ID, reservation.Held, reservation.GuardOf(r2)))
+	claimWithSlot(t, f, "r-3", "A3", admitWithTheAPIsSlotTime(t, f, "r-3", "A3"))
+	if _, err := f.store.Admit(ctx, capped(f.admission("r-4", "A2"), "cust", f.clock.Now().Add(time.Hour))); !errors.As(err, &hl) {
+		t.Fatalf("r-4 while r-1's payment is pending and r-3 holds: %v, want HoldLimit", err)
 	}
 }

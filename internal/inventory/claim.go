@@ -74,10 +74,17 @@ func (st *Store) ClaimDetailed(ctx context.Context, req reservation.ClaimRequest
 }
 
 func (st *Store) claim(ctx context.Context, req reservation.ClaimRequest) (ClaimResult, error) {
+	// slotLost: the admission's hold slot passed to another reservation of the customer before
+	// this claim (it came more than lease + hold after the admission), so the hold goes ahead
+	// without keeping it.
+	slotLost := false
 	for attempt := 1; ; attempt++ {
 		r, err := reservation.NewReservation(req, st.limits, st.now())
 		if err != nil {
 			return ClaimResult{}, err
+		}
+		if slotLost {
+			r.SlotKey = ""
 		}
 		items, err := st.claimItems(r)
 		if err != nil {
@@ -102,6 +109,11 @@ func (st *Store) claim(ctx context.Context, req reservation.ClaimRequest) (Claim
 			// An earlier attempt turned the buyer away and said so: that answer is final, even
 			// if the seats are free by now.
 			return ClaimResult{}, &reservation.SeatUnavailable{EventID: r.EventID, SeatIDs: r.SeatIDs}
+		}
+		if r.SlotKey != "" && c.conditionFailed(seatsN+3) {
+			slotLost = true
+			attempt--
+			continue
 		}
 		var failed []string
 		var missing []string
@@ -179,12 +191,27 @@ func (st *Store) claimItems(r reservation.Reservation) ([]types.TransactWriteIte
 	}
 	// A buyer whose admission says REJECTED was told so: no later attempt may hold seats for
 	// them. A claim the gate never admitted (a saga started another way) has no admission.
-	return append(items, ob, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+	items = append(items, ob, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName:                 aws.String(st.admissions),
 		Key:                       reservationKeyAV(r.ID),
 		ConditionExpression:       aws.String("attribute_not_exists(#id) OR #as = :admitted"),
 		ExpressionAttributeNames:  map[string]string{"#id": tables.AttrReservationID, "#as": tables.AttrAdmissionState},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":admitted": s(string(reservation.Admitted))},
+	}})
+	if r.SlotKey == "" {
+		return items, nil
+	}
+	// From the hold on, the customer's slot is the reservation's until the write that ends the
+	// hold gives it back, however long the claim came after the admission and however long
+	// the payment keeps the seats: its time no longer frees it (only retention, the TTL's
+	// safety net for a slot nothing gave back).
+	return append(items, types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(st.admissions),
+		Key:                       reservationKeyAV(r.SlotKey),
+		ConditionExpression:       aws.String("#holder = :rid"),
+		UpdateExpression:          aws.String("SET #until = :until, #ttl = :ttl"),
+		ExpressionAttributeNames:  map[string]string{"#holder": attrSlotHolder, "#until": attrSlotUntil, "#ttl": tables.AttrExpiresAtTTL},
+		ExpressionAttributeValues: slotRetention(r.ID, r.CreatedAt),
 	}}), nil
 }
 

@@ -3,14 +3,17 @@
 // stack, to show where AWS's default quotas bind and how every buyer is answered.
 //
 // What it simulates, on a simulated clock with the twin's own token buckets and AWS's default
-// quotas: the API stage's rate and burst (429 to the client, who retries with capped
-// exponential backoff and full jitter, as the AWS SDKs do, and gives up after a number of
-// tries); each buyer's seat map read, POST and status polls all passing that stage; the
+// quotas: the API stage's rate and burst, which API Gateway applies to each method of the stage
+// on its own, within the account's bucket for all APIs of the Region (429 to the client, a
+// browser that retries with capped exponential backoff and full jitter and gives up after a
+// number of tries); each buyer's seat map read, POST and status polls; the
 // admission gate's seat leases (a POST for a seat that is held, sold or leased to another
 // buyer is answered 409 without a Step Functions call, and the buyer picks another seat from
 // a fresh seat map, a few times at most); StartExecution's bucket (a throttled start is queued
 // and answered 202 queued, its lease extended; the starter, fed by the Admissions stream after
-// a delivery delay, drains the queue at the bucket's refill rate); the state-transition bucket
+// a delivery delay, drains the queue at the bucket's refill rate: the best the real starter, a
+// batch of ten per stream shard that stops at a throttle and is retried, can do, so the queue's
+// figures are a lower bound); the state-transition bucket
 // every execution's transitions wait on; the claim, which honours the lease and holds the seat;
 // and the payment, which every buyer who got a hold makes a fixed time later.
 //
@@ -49,8 +52,9 @@ type Config struct {
 	Window  time.Duration
 	Seed    uint64
 	Profile string
-	// Stage is the API stage's throttle (deploy.DefaultAPIRateLimit and Burst).
-	Stage throttle.Limit
+	// Stage is the API stage's throttle of each method (deploy.DefaultAPIRateLimit and Burst);
+	// Account is API Gateway's bucket for every API of the account in the Region.
+	Stage, Account throttle.Limit
 	// StartExecution and StateTransition are Step Functions' buckets (AWS's defaults).
 	StartExecution, StateTransition throttle.Limit
 	// Lease and QueuedLease: how long the gate's lease lasts, and how long a queued start's.
@@ -85,6 +89,7 @@ func Defaults() Config {
 	return Config{
 		Buyers: 200000, Seats: 10000, Window: time.Minute, Seed: 1, Profile: ProfileUniform,
 		Stage:          throttle.Limit{Size: deploy.DefaultAPIBurstLimit, RefillPerSecond: deploy.DefaultAPIRateLimit},
+		Account:        throttle.Limit{Size: 5000, RefillPerSecond: 10000},
 		StartExecution: q.API["StartExecution"], StateTransition: q.StateTransition,
 		Lease: 10 * time.Second, QueuedLease: time.Hour,
 		APILatency: 40 * time.Millisecond, ClaimLatency: 150 * time.Millisecond, StarterDelay: time.Second,
@@ -103,7 +108,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flashsim: the window, the tries and the transitions per path must be positive")
 	case c.Profile != ProfileUniform && c.Profile != ProfileHot:
 		return fmt.Errorf("flashsim: profile %q: want %s or %s", c.Profile, ProfileUniform, ProfileHot)
-	case c.Stage.RefillPerSecond <= 0 || c.StartExecution.RefillPerSecond <= 0 || c.StateTransition.RefillPerSecond <= 0:
+	case c.Stage.RefillPerSecond <= 0 || c.Account.RefillPerSecond <= 0 || c.StartExecution.RefillPerSecond <= 0 || c.StateTransition.RefillPerSecond <= 0:
 		return fmt.Errorf("flashsim: every bucket must refill")
 	}
 	return nil
@@ -155,9 +160,10 @@ type Result struct {
 	LastWinnerStarted, LastSeatSold, LastAnswered time.Duration
 	// APIPeakConcurrency is the most API function invocations at once.
 	APIPeakConcurrency int
-	// HoldWaitP99 is the 99th percentile, over bookings, of the time from the POST the gate let
-	// through to the hold.
-	HoldWaitP99 time.Duration
+	// HoldWaitP99 is the 99th percentile, over holds, of the time from the POST the gate let
+	// through to the hold; FirstPostToHoldP99 counts from the buyer's first try of that POST,
+	// so it includes the stage's 429s and the client's backoff.
+	HoldWaitP99, FirstPostToHoldP99 time.Duration
 }
 
 // LosersTurnedAwayBeforeStart is the share of POSTs that lost a seat which the gate answered
@@ -193,7 +199,8 @@ func run(c Config) *sim {
 	s := &sim{
 		cfg: c, clk: clk, start: start,
 		rnd:         rand.New(rand.NewPCG(c.Seed, 0x5ea75a6a)),
-		stage:       throttle.New(clk, c.Stage),
+		account:     throttle.New(clk, c.Account),
+		stage:       map[*int]*throttle.Bucket{},
 		startBucket: throttle.New(clk, c.StartExecution),
 		transitions: throttle.New(clk, c.StateTransition),
 		seats:       make([]seat, c.Seats),
@@ -210,6 +217,7 @@ func run(c Config) *sim {
 	for clk.AdvanceToNext() {
 	}
 	s.res.HoldWaitP99 = percentile(s.holdWaits, 0.99)
+	s.res.FirstPostToHoldP99 = percentile(s.postWaits, 0.99)
 	return s
 }
 
@@ -233,6 +241,8 @@ type buyer struct {
 	seatTries int
 	seat      int
 	admitted  time.Time
+	// firstPost is when the buyer first tried the POST that the gate let through.
+	firstPost time.Time
 	held      bool
 	started   time.Duration
 	// done: the buyer's sale has ended (answered).
@@ -245,16 +255,18 @@ type sim struct {
 	start time.Time
 	rnd   *rand.Rand
 
-	stage, startBucket, transitions *throttle.Bucket
+	// stage holds each method's bucket, by the counter of its requests.
+	stage                             map[*int]*throttle.Bucket
+	account, startBucket, transitions *throttle.Bucket
 
 	seats []seat
 	// free marks the seats the seat map shows free (neither held, sold nor under a live lease).
 	free *fenwick
 
-	queued    int
-	inFlight  int
-	holdWaits []time.Duration
-	res       Result
+	queued               int
+	inFlight             int
+	holdWaits, postWaits []time.Duration
+	res                  Result
 }
 
 // at schedules fn d from now; d is at least a nanosecond so the fake clock runs fn in order.
@@ -279,7 +291,12 @@ func (s *sim) backoff(n int) time.Duration {
 // backoff, up to ThrottleTries, then gives up; a request let through runs in the API function
 // for APILatency and then serve runs.
 func (s *sim) request(b *buyer, try int, count *int, serve func(), gaveUp func()) {
-	if !s.stage.Take() {
+	method := s.stage[count]
+	if method == nil {
+		method = throttle.New(s.clk, s.cfg.Stage)
+		s.stage[count] = method
+	}
+	if !method.Take() || !s.account.Take() {
 		s.res.StageThrottled++
 		if try >= s.cfg.ThrottleTries {
 			gaveUp()
@@ -334,6 +351,9 @@ func (s *sim) lease(b *buyer, d time.Duration) {
 }
 
 func (s *sim) post(b *buyer, try int) {
+	if try == 1 {
+		b.firstPost = s.clk.Now()
+	}
 	s.request(b, try, &s.res.POSTs, func() { s.gate(b) }, func() { s.answer(b, GaveUpThrottled) })
 }
 
@@ -407,6 +427,7 @@ func (s *sim) execute(b *buyer) {
 		st.state, st.by = seatHeld, b.id
 		b.held, b.started = true, started
 		s.holdWaits = append(s.holdWaits, now.Sub(b.admitted))
+		s.postWaits = append(s.postWaits, now.Sub(b.firstPost))
 		if s.cfg.StatusPoll <= 0 {
 			s.pay(b)
 		}

@@ -145,3 +145,37 @@ func TestTheSimulationIsDeterministic(t *testing.T) {
 		t.Fatalf("two runs differ: %+v and %+v", a, b)
 	}
 }
+
+// while leases outlast the wait for the claim (an ample transition bucket, a queued
+// start's lease longer than the queue), no execution may lose at the claim: every loser is
+// answered by the gate. A queue of 190 starts at 5/s waits 38 s, past the 10 s lease.
+func TestWithLeasesOutlastingTheWaitNoExecutionLosesAtTheClaim(t *testing.T) {
+	c := small()
+	c.Window = time.Minute // buyers keep coming while the queue drains
+	c.Stage = throttle.Limit{Size: 100000, RefillPerSecond: 100000}
+	c.StartExecution = throttle.Limit{Size: 10, RefillPerSecond: 5}
+	c.StateTransition = throttle.Limit{Size: 100000, RefillPerSecond: 100000}
+	r := run(c).res
+	if r.StartThrottled == 0 {
+		t.Fatalf("control: the start bucket should have queued starts")
+	}
+	if r.Answers[LostAtClaim] != 0 || r.LosersTurnedAwayBeforeStart() != 1 {
+		t.Fatalf("%d executions lost at the claim (turned away before start %.3f), want none", r.Answers[LostAtClaim], r.LosersTurnedAwayBeforeStart())
+	}
+}
+
+// the claim honours another buyer's live lease: buyer 1, whose lease lapsed and passed
+// to buyer 2, loses at the claim and leaves buyer 2's lease alone.
+func TestTheClaimLeavesAnotherBuyersLiveLeaseAlone(t *testing.T) {
+	c := small()
+	c.Buyers, c.Seats, c.StatusPoll = 0, 1, 0
+	s := run(c)
+	s.free.add(0, -1)
+	s.seats[0] = seat{state: seatLeased, by: 2, leaseUntil: s.clk.Now().Add(time.Minute)}
+	s.execute(&buyer{id: 1, seat: 0})
+	for s.clk.AdvanceToNext() {
+	}
+	if st := s.seats[0]; st.state != seatLeased || st.by != 2 || s.res.Answers[LostAtClaim] != 1 {
+		t.Fatalf("seat %+v, %d lost at the claim; want buyer 2's lease kept and buyer 1 lost", st, s.res.Answers[LostAtClaim])
+	}
+}
