@@ -32,6 +32,9 @@ check-prereqs:
 	@command -v aws >/dev/null || { echo "seatsaga's tests drive the local stack with the AWS CLI (apt-get install awscli)"; exit 1; }
 
 tools: check-prereqs $(NODE_MODULES)/.installed $(STRIPE_MOCK)
+	@# The console's browser test (internal/twin/console) renders its pages in Debian's chromium.
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium; }
 
 $(NODE_MODULES)/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.json
 	cd $(TOOLS) && npm ci --no-audit --no-fund --loglevel=error
@@ -59,6 +62,12 @@ up: tools
 
 load: tools
 	go run ./infra/local load
+
+# SEEDS seeded sales with every fault class on, one line per seed (go run ./infra/local soak -h).
+SEEDS ?= 30
+.PHONY: soak
+soak: tools
+	go run ./infra/local soak -seeds $(SEEDS)
 
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')
@@ -100,3 +109,27 @@ lint-template:
 	fi; \
 	echo "cfn-lint $(CFN_LINT_VERSION) cdk.out/*.template.json"; \
 	$$lint cdk.out/*.template.json
+
+# Every fuzz target for FUZZTIME each, one `go test -fuzz` per target (plain `go test` runs
+# their seed corpora, f.Add seeds and testdata/fuzz, on every run). A crash's input is written
+# to the package's testdata/fuzz/<Name>; keep it there once fixed. All targets run even when
+# one crashes; the target fails if any did.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./internal/api:FuzzDecodeCreateRequest \
+	./internal/reservation:FuzzTransitions \
+	./internal/reservation:FuzzDecide \
+	./internal/webhook:FuzzVerifyWebhook \
+	./internal/webhook:FuzzHandleWebhook \
+	./internal/twin/asl:FuzzParseDefinition \
+	./internal/outbox:FuzzDecodeStreamRecord
+
+.PHONY: fuzz
+fuzz:
+	@crashed=""; \
+	for target in $(FUZZ_TARGETS); do \
+		pkg=$${target%%:*}; name=$${target##*:}; \
+		echo "go test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || crashed="$$crashed $$name"; \
+	done; \
+	if [ -n "$$crashed" ]; then echo "fuzz: failed:$$crashed"; exit 1; fi

@@ -5,6 +5,7 @@
 //	go run ./infra/local load -buyers 10000 -seats 1000 -out result.json
 //	go run ./infra/local inspect <reservationId> look one reservation up in a running `up` stack
 //	go run ./infra/local claimrace -seats 200 -buyers 2000
+//	go run ./infra/local flashsim                200,000 buyers for 10,000 seats, simulated
 //
 // demo and load exit non-zero when any invariant fails.
 package main
@@ -27,6 +28,9 @@ commands:
   inspect ID  show one reservation's execution timeline, items, outbox events and ledger
               (reads the stack file that "up" writes)
   claimrace   race buyers straight through the inventory's Claim and audit for double bookings
+  flashsim    simulate a sale too large for this machine (default 200,000 buyers, 10,000 seats)
+              under AWS's default quotas: throttles, the start queue, how every buyer was answered
+  soak        run -seeds N seeded sales with every fault class on; one line per seed and a total
 
 run "go run ./infra/local <command> -h" for a command's flags.
 `
@@ -51,6 +55,10 @@ func main() {
 		err = runInspect(ctx, args)
 	case "claimrace":
 		err = runClaimRace(ctx, args)
+	case "flashsim":
+		err = runFlashSim(args)
+	case "soak":
+		err = runSoak(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

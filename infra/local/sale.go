@@ -55,6 +55,9 @@ type saleFlags struct {
 	profile  string
 	arrival  load.Profile
 	hotShare float64
+	// chaos is -chaos as given ("class=rate[/cap],..."); chaosRates is what it parsed to.
+	chaos      string
+	chaosRates load.Chaos
 }
 
 func defaultsFor(mode string) saleFlags {
@@ -118,6 +121,8 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 		"arrival profile: uniform (random seats, everyone at the start), hot (most buyers want the best rows; see -hot-share), "+
 			"burst (everyone within %s, at least %d POSTs in flight: a lower -concurrency is raised)", load.BurstWindow, load.BurstConcurrency))
 	fs.Float64Var(&f.hotShare, "hot-share", f.hotShare, "with -profile hot: share of buyers whose first choice is in the best tenth of the seats")
+	fs.StringVar(&f.chaos, "chaos", f.chaos, "fault classes to inject, each with a rate per opportunity and an optional cap: class=rate[/cap],... "+
+		"(all=rate sets every class; classes: "+faultClassNames()+")")
 	f.prices.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -131,6 +136,9 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	var err error
 	if f.pricing, err = f.prices.pricing(); err != nil {
 		return f, err
+	}
+	if f.chaosRates, err = load.ParseChaos(f.chaos); err != nil {
+		return f, fmt.Errorf("-chaos: %w", err)
 	}
 	if f.arrival, err = load.ParseProfile(f.profile); err != nil {
 		return f, fmt.Errorf("-profile: %w", err)
@@ -186,7 +194,18 @@ func stackConfig(f saleFlags, logger *slog.Logger) stack.Config {
 	cfg.Payments.Seed = f.seed
 	cfg.Pricing = f.pricing
 	cfg.Logger = logger
+	if len(f.chaosRates) > 0 {
+		stack.WithChaos(&cfg, load.NewInjector(f.chaosRates, f.seed))
+	}
 	return cfg
+}
+
+func faultClassNames() string {
+	names := make([]string, len(load.FaultClasses))
+	for i, c := range load.FaultClasses {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
 }
 
 func faultPlan(f saleFlags) stack.FaultPlan {
@@ -438,6 +457,9 @@ func printSummary(w io.Writer, mode string, f saleFlags, res *stack.SaleResult, 
 	}
 	billRows(row, fig.AWSBill, fig.AWSUsage)
 	row("settled", "%v after %.1fs", fig.Settled, fig.SettleSeconds)
+	if res.Faults != nil {
+		row("faults injected", "%s", load.InjectedLine(res.Faults))
+	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", res.Verdict)
 	printAlarms(w, f, res)
@@ -670,6 +692,7 @@ func writeJSON(path, command string, f saleFlags, fig stack.Figures, v invariant
 	for i, x := range v.Violations {
 		violations[i] = x.String()
 	}
+	broken := brokenReservations(v)
 	b, err := json.MarshalIndent(map[string]any{
 		"command":    command,
 		"finishedAt": time.Now().UTC(),
@@ -677,13 +700,29 @@ func writeJSON(path, command string, f saleFlags, fig stack.Figures, v invariant
 			"seats": f.seats, "buyers": f.buyers, "seatsPerBuyer": f.perBuyer, "concurrency": f.concurrency,
 			"clockScale": f.scale, "hold": f.hold.String(), "mix": f.mix, "webhookDuplicateRate": f.dupRate,
 			"webhookReorder": f.reorder, "faults": faultPlan(f), "seed": f.seed, "lateSuccessPolicy": f.policy,
-			"profile": f.arrival,
+			"profile": f.arrival, "chaos": f.chaosRates.String(),
 		},
 		"figures":    fig,
 		"violations": violations,
+		// The reservations a rule names, for inspect.
+		"brokenReservations": broken,
 	}, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// brokenReservations lists, sorted and once each, the reservations the violations name.
+func brokenReservations(v invariants.Verdict) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, x := range v.Violations {
+		if x.ReservationID != "" && !seen[x.ReservationID] {
+			seen[x.ReservationID] = true
+			out = append(out, x.ReservationID)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -4,7 +4,12 @@
 // retry pauses are overridden to zero.
 //
 //   node run-local-sfn.mjs <module.js> <case.json>...        one JSON line per case
-//   node run-local-sfn.mjs <module.js> --bench N <case.json> N executions, prints timing
+//   node run-local-sfn.mjs <module.js> --bench N [--warmup W] <case.json>
+//                                                            W untimed executions (default N),
+//                                                            then N timed ones; prints timing
+//   node run-local-sfn.mjs <module.js> --serve W <case.json> W untimed executions, then for each
+//                                                            line N on stdin, N timed ones and
+//                                                            a timing line; ends at end of input
 
 // aws-local-stepfunctions 3.0.0 calls Promise.withResolvers (Node >= 22); Node 20 lacks it.
 if (!Promise.withResolvers) {
@@ -71,13 +76,42 @@ async function runOnce(c) {
   }
 }
 
-if (rest[0] === '--bench') {
-  // The state machine is built (and validated) once, as the Go benchmark parses once.
-  const n = Number(rest[1]);
+// timedRuns runs the bench case n times, one after another, and reports their elapsed time
+// and the process's CPU time (all its threads) meanwhile.
+async function timedRuns(runBench, n) {
+  const cpu = process.cpuUsage();
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await runBench();
+  const ns = Number(process.hrtime.bigint() - start);
+  const used = process.cpuUsage(cpu);
+  return { executions: n, ns, cpuNs: (used.user + used.system) * 1000 };
+}
+
+if (rest[0] === '--serve') {
+  const warmup = Number(rest[1]);
   const c = JSON.parse(readFileSync(rest[2], 'utf8'));
   const sm = new StateMachine(c.definition, { validationOptions: { checkArn: true, checkPaths: true } });
   const runBench = () => sm.run(c.input, { overrides: overridesFor(c.definition, makeFunctions()) }).result;
-  await runBench(); // warm up
+  for (let i = 0; i < warmup; i++) await runBench();
+  console.log(JSON.stringify({ ready: true }));
+  const { createInterface } = await import('node:readline');
+  for await (const line of createInterface({ input: process.stdin })) {
+    console.log(JSON.stringify(await timedRuns(runBench, Number(line))));
+  }
+} else if (rest[0] === '--bench') {
+  // The state machine is built (and validated) once, as the Go benchmark parses once.
+  const n = Number(rest[1]);
+  let warmup = n, file = rest[2];
+  if (rest[2] === '--warmup') {
+    warmup = Number(rest[3]);
+    file = rest[4];
+  }
+  const c = JSON.parse(readFileSync(file, 'utf8'));
+  const sm = new StateMachine(c.definition, { validationOptions: { checkArn: true, checkPaths: true } });
+  const runBench = () => sm.run(c.input, { overrides: overridesFor(c.definition, makeFunctions()) }).result;
+  // V8 compiles the hot paths only after some thousands of executions: timed from cold, the
+  // engine runs at a third of its steady speed, while the Go side is timed warm.
+  for (let i = 0; i < warmup; i++) await runBench();
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) await runBench();
   const ns = Number(process.hrtime.bigint() - start);

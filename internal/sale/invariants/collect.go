@@ -2,6 +2,7 @@ package invariants
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -29,12 +30,22 @@ type Bus interface {
 	Published() []Publication
 }
 
-// Sources are where Collect reads from. Bus may be nil when no relay ran.
+// Consumer is an event consumer's side of the published events: its dedupe records, the
+// event id of each effect it applied, and which event types it acts on.
+type Consumer interface {
+	Records(ctx context.Context) ([]ConsumerRecord, error)
+	Sent() []string
+	Handles(eventType string) bool
+}
+
+// Sources are where Collect reads from. Bus may be nil when no relay ran, Consumer when no
+// consumer did.
 type Sources struct {
-	Store  Store
-	Ledger Ledger
-	Engine Engine
-	Bus    Bus
+	Store    Store
+	Ledger   Ledger
+	Engine   Engine
+	Bus      Bus
+	Consumer Consumer
 	// Now is the stack's clock; Grace the sweeper's grace after a hold's deadline.
 	Now   func() time.Time
 	Grace time.Duration
@@ -63,6 +74,28 @@ func Collect(ctx context.Context, src Sources) (Snapshot, error) {
 	}
 	if src.Bus != nil {
 		s.Published = src.Bus.Published()
+	}
+	// The consumer is read after the bus, so that every effect it shows is of an event the
+	// bus already listed; an event published meanwhile is simply not judged yet.
+	if src.Consumer != nil && src.Bus != nil {
+		// Records before sends: a record reads SENT only after its send, so no record is
+		// judged against a send list older than it.
+		view := &ConsumerView{Handled: map[string]bool{}}
+		if view.Records, err = src.Consumer.Records(ctx); err != nil {
+			return Snapshot{}, fmt.Errorf("invariants: read the consumer's records: %w", err)
+		}
+		view.Sent = src.Consumer.Sent()
+		for _, p := range s.Published {
+			var env struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(p.Payload, &env) == nil {
+				if _, asked := view.Handled[env.Type]; !asked {
+					view.Handled[env.Type] = src.Consumer.Handles(env.Type)
+				}
+			}
+		}
+		s.Consumer = view
 	}
 	// Now is read last so that no item read above is judged against a time before it was read.
 	s.Now = src.Now()

@@ -80,18 +80,34 @@ const (
 	// the money is captured. CONFIRMED implies payment state PAID and a net capture equal to the
 	// amount; a net capture above 0 implies CONFIRMED.
 	RuleConfirmedExactlyWhenCaptured Rule = "confirmed-exactly-when-captured"
+
+	// RuleCustomerWithinHoldCap: no customer has more live holds (HELD or PAYMENT_PENDING
+	// before their deadline) than the cap on reservations in progress allows
+	// (Snapshot.MaxActive).
+	RuleCustomerWithinHoldCap Rule = "customer-within-hold-cap"
+	// RuleRefundSettled: every refund the provider holds succeeded, or its reservation is in
+	// the reconciliation backlog, whose alarm tells a person. A refund still pending or failed
+	// outside the backlog is money owed to a customer that nothing is watching.
+	RuleRefundSettled Rule = "refund-settled"
+	// RuleNeedsPersonBacklogged: every execution that ended needing a person (failed, timed
+	// out, aborted, or an output naming no known ending) left its reservation in the
+	// reconciliation backlog, or settled: confirmed and paid, or released with nothing held,
+	// captured or refunding.
+	RuleNeedsPersonBacklogged Rule = "needs-person-in-backlog"
+	// RuleConsumerAppliedOnce: the consumer applied every published event it handles exactly
+	// once: its record is SENT with the notification sent (under the event's id, the
+	// idempotency key a real channel dedupes by), or STALE with nothing sent; nothing is sent
+	// or recorded for an event that was never published.
+	RuleConsumerAppliedOnce Rule = "consumer-applied-every-event-once"
 )
 
 // Rules lists every invariant in the order the checker reports them.
-// RuleCustomerWithinHoldCap: no customer has more live holds (HELD or PAYMENT_PENDING before
-// their deadline) than the cap on reservations in progress allows (Snapshot.MaxActive).
-const RuleCustomerWithinHoldCap Rule = "customer-within-hold-cap"
-
 var Rules = []Rule{
 	RuleSeatSingleOwner, RuleConfirmedOwnsSeats, RuleCaptureBelongsToConfirmed,
 	RuleNoOpenAuthorization, RuleNoStaleHold, RuleExecutionSettled, RuleOutboxPayloadStable,
 	RuleSoldEqualsCaptured, RuleCaptureMatchesSeatPrices, RuleNoChargeForAcknowledgedCancel,
-	RuleConfirmedExactlyWhenCaptured, RuleCustomerWithinHoldCap,
+	RuleConfirmedExactlyWhenCaptured, RuleCustomerWithinHoldCap, RuleRefundSettled,
+	RuleNeedsPersonBacklogged, RuleConsumerAppliedOnce,
 }
 
 // Seat is one seat item.
@@ -149,6 +165,10 @@ type Payment struct {
 	Currency        string
 	Captured        int64
 	Refunded        int64
+	// RefundsPending and RefundsFailed count the refunds the provider has not settled and
+	// those it refused (Refunded counts only what succeeded).
+	RefundsPending int
+	RefundsFailed  int
 }
 
 // Net is what the provider kept: captured minus refunded.
@@ -159,6 +179,10 @@ type Execution struct {
 	Name   string
 	ARN    string
 	Status string
+	// NeedsPerson is saga.Ending's: the execution finished in a way a person must look at.
+	NeedsPerson bool
+	// Outcome names the ending (saga.Ending.Outcome), for the violation's description.
+	Outcome string
 }
 
 // Publication is one event the relay put on the bus.
@@ -180,6 +204,33 @@ type Snapshot struct {
 	Payments     []Payment
 	Executions   []Execution
 	Published    []Publication
+	// Consumer is what the example consumer did with the published events; nil when no
+	// consumer ran (its rule then judges nothing).
+	Consumer *ConsumerView
+}
+
+// ConsumerRecord is the consumer's ProcessedEvents record of one event.
+type ConsumerRecord struct {
+	EventID string
+	// State is SENDING, SENT or STALE (internal/consumer).
+	State string
+}
+
+// Consumer record states (internal/consumer).
+const (
+	ConsumerSending = "SENDING"
+	ConsumerSent    = "SENT"
+	ConsumerStale   = "STALE"
+)
+
+// ConsumerView is the consumer's side of the published events.
+type ConsumerView struct {
+	Records []ConsumerRecord
+	// Sent lists the event id of every notification sent, once per send.
+	Sent []string
+	// Handled names the published event types the consumer acts on; the others it ignores
+	// and records nothing for.
+	Handled map[string]bool
 }
 
 // Violation is one broken promise, described so that an operator can look it up.
@@ -281,6 +332,9 @@ func Check(s Snapshot) Verdict {
 	checkAcknowledgedCancels(s, ledger, add)
 	checkConfirmedExactlyWhenCaptured(s, ledger, add)
 	checkHoldCap(s, add)
+	checkRefundsSettled(s, resByID, add)
+	checkNeedsPersonBacklogged(s, resByID, add)
+	checkConsumerAppliedOnce(s, add)
 
 	sort.SliceStable(v.Violations, func(i, j int) bool {
 		a, b := v.Violations[i], v.Violations[j]
@@ -661,4 +715,118 @@ func clip(b []byte) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// checkRefundsSettled requires every refund to have succeeded unless its reservation is in the
+// backlog. A reservation the checker does not know is judged too: nothing else watches it.
+func checkRefundsSettled(s Snapshot, res map[string]Reservation, add addFunc) {
+	for _, p := range s.Payments {
+		if p.RefundsPending == 0 && p.RefundsFailed == 0 {
+			continue
+		}
+		if r, ok := res[p.ReservationID]; ok && r.InReconciliation {
+			continue
+		}
+		add(RuleRefundSettled, p.ReservationID, "", "PaymentIntent %s has %d refunds pending and %d failed (refunded %d of %d captured %s) and its reservation is not in the reconciliation backlog",
+			p.PaymentIntentID, p.RefundsPending, p.RefundsFailed, p.Refunded, p.Captured, p.Currency)
+	}
+}
+
+// settledFinal reports whether a reservation reached an ending nothing more needs doing for:
+// confirmed and paid, or released with its payment never started, failed, voided or refunded.
+func settledFinal(r Reservation) bool {
+	switch r.State {
+	case Confirmed:
+		return r.PaymentState == Paid
+	case Released:
+		switch r.PaymentState {
+		case "", "NOT_STARTED", "FAILED", "CANCELED", "REFUNDED":
+			return true
+		}
+	}
+	return false
+}
+
+// checkNeedsPersonBacklogged holds every execution that gave up to its reservation's fate: in
+// the backlog, or settled after all (the sweeper and the reconciler keep settling what an
+// execution left). A needs-a-person execution whose reservation was never written (a claim
+// that failed before its transaction) held nothing and charged nothing, so it is not judged.
+func checkNeedsPersonBacklogged(s Snapshot, res map[string]Reservation, add addFunc) {
+	for _, e := range s.Executions {
+		if !e.NeedsPerson {
+			continue
+		}
+		r, ok := res[e.Name]
+		if !ok || r.InReconciliation || settledFinal(r) {
+			continue
+		}
+		add(RuleNeedsPersonBacklogged, e.Name, "", "execution %s ended %s (%s), needing a person, but its reservation is %s with payment %s, neither settled nor in the reconciliation backlog",
+			e.ARN, e.Outcome, e.Status, r.State, r.PaymentState)
+	}
+}
+
+// checkConsumerAppliedOnce compares what the relay published with what the consumer recorded
+// and sent. Redeliveries of one event carry one id, so several sends of one id are one effect
+// at a channel that dedupes by it, as the consumer's contract requires of channels.
+func checkConsumerAppliedOnce(s Snapshot, add addFunc) {
+	c := s.Consumer
+	if c == nil {
+		return
+	}
+	type event struct{ typ, reservationID string }
+	published := map[string]event{}
+	var order []string
+	for _, p := range s.Published {
+		if _, seen := published[p.EventID]; seen {
+			continue
+		}
+		var env struct {
+			Type          string `json:"type"`
+			ReservationID string `json:"reservationId"`
+		}
+		_ = json.Unmarshal(p.Payload, &env)
+		published[p.EventID] = event{env.Type, env.ReservationID}
+		order = append(order, p.EventID)
+	}
+	records := make(map[string]string, len(c.Records))
+	for _, r := range c.Records {
+		records[r.EventID] = r.State
+	}
+	sends := map[string]int{}
+	for _, id := range c.Sent {
+		sends[id]++
+	}
+	sort.Strings(order)
+	for _, id := range order {
+		ev := published[id]
+		if !c.Handled[ev.typ] {
+			continue
+		}
+		state, recorded := records[id]
+		switch {
+		case !recorded:
+			add(RuleConsumerAppliedOnce, ev.reservationID, "", "event %s (%s) was published but the consumer never recorded it", id, ev.typ)
+		case state == ConsumerSent && sends[id] == 0:
+			add(RuleConsumerAppliedOnce, ev.reservationID, "", "event %s (%s) is recorded SENT but no notification was sent", id, ev.typ)
+		case state == ConsumerStale && sends[id] > 0:
+			add(RuleConsumerAppliedOnce, ev.reservationID, "", "event %s (%s) is recorded STALE yet was sent %d times", id, ev.typ, sends[id])
+		case state != ConsumerSent && state != ConsumerStale:
+			add(RuleConsumerAppliedOnce, ev.reservationID, "", "event %s (%s) was left %s: the consumer never finished it (sent %d times)", id, ev.typ, state, sends[id])
+		}
+	}
+	var ghosts []string
+	for id := range records {
+		if _, ok := published[id]; !ok {
+			ghosts = append(ghosts, id)
+		}
+	}
+	for id := range sends {
+		if _, ok := published[id]; !ok && records[id] == "" {
+			ghosts = append(ghosts, id)
+		}
+	}
+	sort.Strings(ghosts)
+	for _, id := range ghosts {
+		add(RuleConsumerAppliedOnce, "", "", "the consumer recorded or sent event %s, which was never published (record %q, sent %d times)", id, records[id], sends[id])
+	}
 }

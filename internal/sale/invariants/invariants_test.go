@@ -56,7 +56,13 @@ func healthy() Snapshot {
 		Published: []Publication{
 			{EventID: "ev1", Payload: []byte(`{"type":"SeatHeld","v":1}`)},
 			{EventID: "ev1", Payload: []byte(`{ "v": 1, "type": "SeatHeld" }`)}, // redelivered, same meaning
-			{EventID: "ev2", Payload: []byte(`{"type":"ReservationConfirmed"}`)},
+			{EventID: "ev2", Payload: []byte(`{"type":"ReservationConfirmed","reservationId":"r1"}`)},
+		},
+		// The consumer acts on the confirmation (sent once) and ignores the hold.
+		Consumer: &ConsumerView{
+			Records: []ConsumerRecord{{EventID: "ev2", State: ConsumerSent}},
+			Sent:    []string{"ev2"},
+			Handled: map[string]bool{"ReservationConfirmed": true, "SeatHeld": false},
 		},
 	}
 }
@@ -232,6 +238,25 @@ func TestEveryRuleBites(t *testing.T) {
 				s.Payments[5].Refunded = 400
 			},
 			want: []Rule{RuleCaptureBelongsToConfirmed, RuleSoldEqualsCaptured, RuleNoChargeForAcknowledgedCancel, RuleConfirmedExactlyWhenCaptured}, resID: "rc",
+		},
+		{
+			name: "a second refund failed outside the backlog (no other rule sees it)",
+			break_: func(s *Snapshot) {
+				s.Payments[3].RefundsFailed = 1
+			},
+			want: []Rule{RuleRefundSettled}, resID: "r4",
+		},
+		{
+			name:   "an execution gave up on a live hold outside the backlog (no other rule sees it)",
+			break_: func(s *Snapshot) { abandonLiveHold(s) },
+			want:   []Rule{RuleNeedsPersonBacklogged}, resID: "r6",
+		},
+		{
+			name: "a confirmation was published and the consumer never recorded it",
+			break_: func(s *Snapshot) {
+				s.Consumer.Records, s.Consumer.Sent = nil, nil
+			},
+			want: []Rule{RuleConsumerAppliedOnce}, resID: "r1",
 		},
 		{
 			name: "confirmed and captured but the payment state never became PAID (no other rule sees it)",
@@ -430,4 +455,94 @@ func TestHoldsWithinTheCapPass(t *testing.T) {
 	if v := Check(s); v.Broken(RuleCustomerWithinHoldCap) {
 		t.Fatalf("three expired holds: %s", v)
 	}
+}
+
+// abandonLiveHold gives r6 a live hold on A6 whose execution failed, needing a person, with
+// nothing in the backlog: no rule but needs-person-in-backlog sees it while the hold lasts.
+func abandonLiveHold(s *Snapshot) {
+	s.Seats[5] = Seat{EventID: "e1", SeatID: "A6", State: Held, ReservationID: "r6", HoldExpiresAt: now.Add(time.Minute), PriceMinor: 1000, Currency: "EUR"}
+	s.Reservations = append(s.Reservations, Reservation{ID: "r6", EventID: "e1", SeatIDs: []string{"A6"}, State: Held,
+		PaymentState: "AUTHORIZING", HoldExpiresAt: now.Add(time.Minute)})
+	s.Executions = append(s.Executions, Execution{Name: "r6", ARN: "arn:r6", Status: "FAILED", NeedsPerson: true, Outcome: "States.TaskFailed"})
+}
+
+// Each fixture keeps or breaks the promise that no refund is left unsettled outside the
+// reconciliation backlog.
+func TestEveryRefundIsSettledOrBacklogged(t *testing.T) {
+	expectRule(t, RuleRefundSettled, []ruleCase{
+		{name: "refunds succeeded", change: func(*Snapshot) {}},
+		{name: "a refund pending while the reservation is in the backlog", change: func(s *Snapshot) {
+			s.Payments[3].RefundsPending, s.Payments[3].Refunded = 1, 0
+			s.Reservations[3].PaymentState, s.Reservations[3].InReconciliation = "REFUND_PENDING", true
+		}},
+		{name: "a refund pending outside the backlog", broken: true, change: func(s *Snapshot) {
+			s.Payments[3].RefundsPending, s.Payments[3].Refunded = 1, 0
+		}},
+		{name: "a refund failed outside the backlog", broken: true, change: func(s *Snapshot) {
+			s.Payments[5].RefundsFailed, s.Payments[5].Refunded = 1, 0
+		}},
+		{name: "a refund pending for a reservation nobody knows", broken: true, change: func(s *Snapshot) {
+			s.Payments = append(s.Payments, Payment{ReservationID: "nobody", PaymentIntentID: "pi_x", Status: "succeeded", Captured: 500, RefundsPending: 1})
+		}},
+	})
+}
+
+// Each fixture keeps or breaks the promise that an execution that gave up leaves its
+// reservation in the backlog or settled.
+func TestExecutionsNeedingAPersonAreBackloggedOrSettled(t *testing.T) {
+	needsPerson := func(s *Snapshot, i int) {
+		s.Executions[i].Status, s.Executions[i].NeedsPerson, s.Executions[i].Outcome = "FAILED", true, "NeedsReconciliation"
+	}
+	expectRule(t, RuleNeedsPersonBacklogged, []ruleCase{
+		{name: "every execution ended as the business expects", change: func(*Snapshot) {}},
+		{name: "gave up, and the reservation is in the backlog", change: func(s *Snapshot) { needsPerson(s, 4) }},
+		{name: "gave up, and the sweeper released it with the payment voided", change: func(s *Snapshot) { needsPerson(s, 2) }},
+		{name: "gave up, and the reconciler confirmed it paid", change: func(s *Snapshot) { needsPerson(s, 0) }},
+		{name: "gave up before the claim wrote anything", change: func(s *Snapshot) {
+			s.Executions = append(s.Executions, Execution{Name: "never-written", Status: "FAILED", NeedsPerson: true})
+		}},
+		{name: "gave up on a live hold outside the backlog", broken: true, change: abandonLiveHold},
+		{name: "gave up with a refund still pending outside the backlog", broken: true, change: func(s *Snapshot) {
+			needsPerson(s, 3)
+			s.Reservations[3].PaymentState = "REFUND_PENDING"
+		}},
+		{name: "timed out on a confirmed reservation whose capture was never recorded", broken: true, change: func(s *Snapshot) {
+			s.Executions[0].Status, s.Executions[0].NeedsPerson, s.Executions[0].Outcome = "TIMED_OUT", true, "TimedOut"
+			s.Reservations[0].PaymentState = "CAPTURE_PENDING"
+		}},
+	})
+}
+
+// Each fixture keeps or breaks the promise that the consumer applied every published event it
+// handles once: recorded SENT with a send, or STALE without one, and nothing else.
+func TestConsumerAppliedEveryPublishedEventOnce(t *testing.T) {
+	expectRule(t, RuleConsumerAppliedOnce, []ruleCase{
+		{name: "the confirmation sent once, the ignored hold unrecorded", change: func(*Snapshot) {}},
+		{name: "sent twice under one id after a lapsed lease: one effect at a deduping channel", change: func(s *Snapshot) {
+			s.Consumer.Sent = append(s.Consumer.Sent, "ev2")
+		}},
+		{name: "a stale event recorded and not sent", change: func(s *Snapshot) {
+			s.Consumer.Records[0].State, s.Consumer.Sent = ConsumerStale, nil
+		}},
+		{name: "no consumer ran", change: func(s *Snapshot) { s.Consumer = nil }},
+		{name: "published and never recorded", broken: true, change: func(s *Snapshot) {
+			s.Consumer.Records, s.Consumer.Sent = nil, nil
+		}},
+		{name: "left SENDING after its send", broken: true, change: func(s *Snapshot) {
+			s.Consumer.Records[0].State = ConsumerSending
+		}},
+		{name: "recorded SENT with nothing sent", broken: true, change: func(s *Snapshot) {
+			s.Consumer.Sent = nil
+		}},
+		{name: "recorded STALE yet sent", broken: true, change: func(s *Snapshot) {
+			s.Consumer.Records[0].State = ConsumerStale
+		}},
+		{name: "an event of a handled type other than the first never recorded", broken: true, change: func(s *Snapshot) {
+			s.Published = append(s.Published, Publication{EventID: "ev3", Payload: []byte(`{"type":"ReservationConfirmed","reservationId":"r4"}`)})
+		}},
+		{name: "a notification for an event never published", broken: true, change: func(s *Snapshot) {
+			s.Consumer.Records = append(s.Consumer.Records, ConsumerRecord{EventID: "ghost", State: ConsumerSent})
+			s.Consumer.Sent = append(s.Consumer.Sent, "ghost")
+		}},
+	})
 }

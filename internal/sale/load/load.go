@@ -222,6 +222,15 @@ type Result struct {
 	// PostDone is when the POST was answered.
 	PostDone time.Time
 	Err      string
+	// RetriedInFlight is set when the customer sent the same POST again, with the same
+	// Idempotency-Key, while the first was in flight; RetryStatus is what that copy was
+	// answered (0: unanswered).
+	RetriedInFlight bool
+	RetryStatus     int
+	// Cancels counts the DELETEs the customer sent (0: it never canceled); CancelStatuses
+	// are their answers, in order (0: unanswered).
+	Cancels        int
+	CancelStatuses []int
 
 	sent time.Time
 }
@@ -256,6 +265,11 @@ type Options struct {
 	// is retried with the same Idempotency-Key, which is what makes it safe.
 	Retries int
 	Client  *http.Client
+	// Chaos, when set, makes some customers misbehave (CustomerCancel, CustomerRetryInFlight)
+	// and counts them; CancelWindow bounds how long after its POST's answer a customer may
+	// cancel (default 30 s, wall time).
+	Chaos        *Injector
+	CancelWindow time.Duration
 	// Progress, when set, is called after each buyer finishes, one call at a time.
 	Progress func(done, total int)
 }
@@ -293,6 +307,9 @@ func Drive(ctx context.Context, o Options) (*Run, error) {
 	}
 	if o.Retries <= 0 {
 		o.Retries = 5
+	}
+	if o.CancelWindow <= 0 {
+		o.CancelWindow = 30 * time.Second
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{
@@ -387,8 +404,8 @@ type status struct {
 	Code          string `json:"code"`
 }
 
-func buy(ctx context.Context, o Options, postSlots, pollSlots *slots, b Buyer, arrive time.Time) Result {
-	res := Result{Buyer: b, Start: arrive, Began: time.Now()}
+func buy(ctx context.Context, o Options, postSlots, pollSlots *slots, b Buyer, arrive time.Time) (res Result) {
+	res = Result{Buyer: b, Start: arrive, Began: time.Now()}
 	token, err := o.Token(b.Customer)
 	if err != nil {
 		res.Outcome, res.Err = Failed, err.Error()
@@ -397,6 +414,30 @@ func buy(ctx context.Context, o Options, postSlots, pollSlots *slots, b Buyer, a
 	// No amount or currency: the API charges the seats' prices, whatever a buyer might claim.
 	body, _ := json.Marshal(map[string]any{"seatIds": b.SeatIDs, "paymentMethod": b.PaymentMethod})
 	url := strings.TrimRight(o.BaseURL, "/") + "/events/" + o.EventID + "/reservations"
+	// A misbehaving customer's extra requests run beside the buyer's own and report into these,
+	// which the buyer's result takes once they are done.
+	var (
+		misbehaving    sync.WaitGroup
+		retryStatus    int
+		cancels        int
+		cancelStatuses []int
+	)
+	defer func() {
+		misbehaving.Wait()
+		res.RetryStatus, res.Cancels, res.CancelStatuses = retryStatus, cancels, cancelStatuses
+	}()
+	if o.Chaos.Strike(CustomerRetryInFlight) {
+		// The copy leaves a moment after the first try, while that one is in flight: what a
+		// double click or an impatient client's retry sends.
+		res.RetriedInFlight = true
+		misbehaving.Add(1)
+		go func() {
+			defer misbehaving.Done()
+			time.Sleep(time.Duration(o.Chaos.Draw() * float64(20*time.Millisecond)))
+			code, _, _, _, _ := call(ctx, o, postSlots, http.MethodPost, url, token, b.IdempotencyKey, body)
+			retryStatus = code
+		}()
+	}
 	code, st, tries, service, err := call(ctx, o, postSlots, http.MethodPost, url, token, b.IdempotencyKey, body)
 	res.Posts, res.PostService = tries.sent, service
 	res.Post5xx, res.Post429, res.PostUnanswered = tries.status5xx, tries.status429, tries.unanswered
@@ -416,6 +457,28 @@ func buy(ctx context.Context, o Options, postSlots, pollSlots *slots, b Buyer, a
 		return res
 	}
 	res.ReservationID = st.ReservationID
+	if o.Chaos.Strike(CustomerCancel) {
+		// At a random moment within the window, one to three DELETEs in a row: a customer who
+		// changes their mind and clicks cancel again when nothing seems to happen.
+		repeats := 1 + int(o.Chaos.Draw()*3)
+		wait := time.Duration(o.Chaos.Draw() * float64(o.CancelWindow))
+		cancelURL := strings.TrimRight(o.BaseURL, "/") + "/reservations/" + st.ReservationID
+		misbehaving.Add(1)
+		go func() {
+			defer misbehaving.Done()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			statuses := make([]int, 0, repeats)
+			for range repeats {
+				code, _, _, _, _ := call(ctx, o, pollSlots, http.MethodDelete, cancelURL, token, "", nil)
+				statuses = append(statuses, code)
+			}
+			cancels, cancelStatuses = repeats, statuses
+		}()
+	}
 	observe(&res, st)
 	if settled(st) {
 		finish(&res, st)

@@ -27,6 +27,9 @@ type fakeAPI struct {
 	contested string
 	failOnce  map[string]bool
 	posts     int
+	// postsByKey and deletes count what each Idempotency-Key and reservation received.
+	postsByKey map[string]int
+	deletes    map[string]int
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,9 +44,17 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	switch {
+	case r.Method == "DELETE":
+		if f.deletes != nil {
+			f.deletes[strings.TrimPrefix(r.URL.Path, "/reservations/")]++
+		}
+		write(202, map[string]string{"status": "CANCEL_REQUESTED"})
 	case r.Method == "POST":
 		f.posts++
 		key := r.Header.Get("Idempotency-Key")
+		if f.postsByKey != nil {
+			f.postsByKey[key]++
+		}
 		if f.failOnce[key] {
 			delete(f.failOnce, key)
 			write(503, map[string]string{"code": "unavailable"})
@@ -242,5 +253,59 @@ func TestTurnedAwayEarlyCountsOnlyLostRaces(t *testing.T) {
 				t.Errorf("outcomes %v, want %d claim failures", s.ByOutcome, c.wantMoved)
 			}
 		})
+	}
+}
+
+// Under customer chaos at rate 1 every buyer sends its POST twice with one key and every
+// admitted buyer cancels one to three times; the counts, the results and what the server
+// received agree. Without chaos (the control) nobody does either.
+func TestDriveMisbehavingCustomersRetryInFlightAndCancel(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		buyers, err := Plan(PlanOptions{Buyers: 12, Seats: []string{"A", "B", "C", "D"}, Mix: Mix{Pays: 1}, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := &fakeAPI{owner: map[string]string{}, byKey: map[string]string{}, polls: map[string]int{},
+			declined: map[string]bool{}, rejected: map[string]bool{}, failOnce: map[string]bool{},
+			postsByKey: map[string]int{}, deletes: map[string]int{}}
+		srv := httptest.NewServer(api)
+		var chaos *Injector
+		if on {
+			chaos = NewInjector(Chaos{CustomerCancel: {Rate: 1}, CustomerRetryInFlight: {Rate: 1}}, 5)
+		}
+		run, err := Drive(context.Background(), Options{
+			BaseURL: srv.URL, EventID: "ev1", Buyers: buyers, Concurrency: 8,
+			Token:        func(c string) (string, error) { return "tok-" + c, nil },
+			PollInterval: 2 * time.Millisecond, SettleTimeout: 5 * time.Second,
+			Chaos: chaos, CancelWindow: 5 * time.Millisecond,
+		})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted, deletes := 0, 0
+		for _, r := range run.Results {
+			if got := api.postsByKey[r.Buyer.IdempotencyKey]; on != (got == 2) || !on && got != 1 {
+				t.Errorf("chaos %v: buyer %s's key was POSTed %d times", on, r.Buyer.Customer, got)
+			}
+			if r.RetriedInFlight != on {
+				t.Errorf("chaos %v: RetriedInFlight %v", on, r.RetriedInFlight)
+			}
+			if r.ReservationID == "" {
+				continue
+			}
+			admitted++
+			deletes += r.Cancels
+			if on && (r.Cancels < 1 || r.Cancels > 3 || api.deletes[r.ReservationID] != r.Cancels || len(r.CancelStatuses) != r.Cancels) {
+				t.Errorf("buyer %s: %d cancels, %v answered, server saw %d", r.Buyer.Customer, r.Cancels, r.CancelStatuses, api.deletes[r.ReservationID])
+			}
+		}
+		got := chaos.Injected()
+		if on && (got[CustomerRetryInFlight] != len(buyers) || got[CustomerCancel] != admitted || admitted == 0) {
+			t.Errorf("injected %v, want %d retries and %d cancels", got, len(buyers), admitted)
+		}
+		if !on && (deletes != 0 || len(api.deletes) != 0) {
+			t.Errorf("without chaos %d cancels were sent", deletes)
+		}
 	}
 }

@@ -3,13 +3,18 @@
 package asl_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/seatsaga/seatsaga/internal/twin/testtools"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,6 +22,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/twin/asl"
+	"github.com/seatsaga/seatsaga/internal/twin/testtools"
 )
 
 // benchDefinition enters 10 states per execution: Pass, Task, Choice, Parallel
@@ -36,7 +42,7 @@ const benchDefinition = `{
   }
 }`
 
-func runBench(b *testing.B, eng *asl.Engine, sm *asl.StateMachine, input []byte) int64 {
+func runBench(b testing.TB, eng *asl.Engine, sm *asl.StateMachine, input []byte) int64 {
 	x, err := eng.Start(sm, asl.ExecutionSpec{ARN: "arn:bench", Name: "bench", Input: input})
 	if err != nil {
 		b.Fatal(err)
@@ -59,42 +65,90 @@ func BenchmarkStateTransitions(b *testing.B) {
 	input := []byte(`{"a": 1}`)
 	var transitions int64
 	b.ReportAllocs()
+	mallocs := mallocCounter()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		transitions += runBench(b, eng, sm, input)
 	}
+	b.StopTimer()
 	b.ReportMetric(float64(transitions)/b.Elapsed().Seconds(), "transitions/s")
 	b.ReportMetric(float64(transitions)/float64(b.N), "transitions/exec")
+	b.ReportMetric(float64(mallocs())/float64(transitions), "allocs/transition")
+}
+
+// mallocCounter returns a function that counts the heap allocations made since it was
+// created, by every goroutine: the executions run on goroutines of their own.
+func mallocCounter() func() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	start := ms.Mallocs
+	return func() uint64 {
+		runtime.ReadMemStats(&ms)
+		return ms.Mallocs - start
+	}
 }
 
 // benchCase is the corpus case timed on both engines.
 const benchCase = "task-io-processing"
 
-// BenchmarkExecutionsGo runs the bench case one execution after another.
-func BenchmarkExecutionsGo(b *testing.B) {
-	var c corpusCase
-	for _, cc := range loadCorpus(b) {
-		if cc.Name == benchCase {
-			c = cc
+// benchCaseMachine parses the bench case and returns its input.
+func benchCaseMachine(b testing.TB) (*asl.StateMachine, []byte) {
+	for _, c := range loadCorpus(b) {
+		if c.Name == benchCase {
+			sm, err := asl.Parse(c.Definition)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return sm, c.Input
 		}
 	}
-	sm, err := asl.Parse(c.Definition)
-	if err != nil {
-		b.Fatal(err)
-	}
-	eng := newCorpusEngine(clock.Real{})
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		runBench(b, eng, sm, c.Input)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "exec/s")
+	b.Fatalf("no corpus case %s", benchCase)
+	return nil, nil
 }
 
-// BenchmarkExecutionsLocalStepFunctions times the same case on npm
-// aws-local-stepfunctions: the Node script runs 500 executions after a warm-up
-// and reports its own elapsed time (process start-up is excluded).
+// BenchmarkExecutionsGo runs the bench case one execution after another.
+func BenchmarkExecutionsGo(b *testing.B) {
+	sm, input := benchCaseMachine(b)
+	eng := newCorpusEngine(clock.Real{})
+	var transitions int64
+	b.ReportAllocs()
+	mallocs := mallocCounter()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		transitions += runBench(b, eng, sm, input)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "exec/s")
+	b.ReportMetric(float64(mallocs())/float64(transitions), "allocs/transition")
+}
+
+// The Node side runs nodeWarmup executions untimed, then nodeTimed timed ones, in one
+// process, and reports the timed part's elapsed time: process start-up, module loading and
+// V8's compilation of the hot paths are excluded, as the Go side is timed warm (after
+// testing's own calibration runs, or goWarmup executions in the comparison).
+const (
+	nodeWarmup = 5000
+	nodeTimed  = 10000
+	goWarmup   = 5000
+)
+
+// BenchmarkExecutionsLocalStepFunctions times the same case on npm aws-local-stepfunctions,
+// one execution after another; each iteration is one Node process.
 func BenchmarkExecutionsLocalStepFunctions(b *testing.B) {
+	run := localStepFunctionsRunner(b)
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		total += run()
+	}
+	b.ReportMetric(float64(b.N*nodeTimed)/total.Seconds(), "exec/s")
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*nodeTimed), "ns/exec")
+}
+
+// localStepFunctionsRunner returns a function that runs the bench case nodeTimed times on
+// aws-local-stepfunctions, after nodeWarmup untimed runs, and returns the timed part's
+// duration as the Node process measured it. It skips (or fails, where the suite promises
+// the tools) when Node or the package is missing.
+func localStepFunctionsRunner(b testing.TB) func() time.Duration {
 	node := nodeOrSkip(b)
 	module := filepath.Join(toolsDir(b), "node_modules", "aws-local-stepfunctions", "build", "main.node.esm.js")
 	script := filepath.Join(moduleRoot(b), "testdata", "asl", "run-local-sfn.mjs")
@@ -102,28 +156,135 @@ func BenchmarkExecutionsLocalStepFunctions(b *testing.B) {
 	if _, err := os.Stat(module); err != nil {
 		testtools.Missing(b, "aws-local-stepfunctions is not installed (make tools)")
 	}
-	const n = 500
-	var totalNS float64
-	var totalExec int
-	for i := 0; i < b.N; i++ {
+	return func() time.Duration {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		out, err := nodeCommand(ctx, node, script, module, "--bench", "500", caseFile).Output()
-		cancel()
+		defer cancel()
+		out, err := nodeCommand(ctx, node, script, module, "--bench", strconv.Itoa(nodeTimed),
+			"--warmup", strconv.Itoa(nodeWarmup), caseFile).Output()
 		if err != nil {
-			b.Fatal(err)
+			b.Fatalf("node bench: %v", err)
 		}
 		var r struct {
 			Executions int     `json:"executions"`
 			NS         float64 `json:"ns"`
 		}
-		if err := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil || r.Executions != n {
+		if err := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil || r.Executions != nodeTimed {
 			b.Fatalf("bad node output %s: %v", out, err)
 		}
-		totalNS += r.NS
-		totalExec += r.Executions
+		return time.Duration(r.NS)
 	}
-	b.ReportMetric(float64(totalExec)/(totalNS/1e9), "exec/s")
-	b.ReportMetric(totalNS/float64(totalExec), "ns/exec")
+}
+
+// localStepFunctionsServer is a Node process running the bench case on aws-local-stepfunctions
+// in batches on request, warm: it ran nodeWarmup executions before it answered ready.
+type localStepFunctionsServer struct {
+	in  io.WriteCloser
+	out *bufio.Scanner
+	cmd *exec.Cmd
+}
+
+// batchTiming is one batch's elapsed and CPU time (every thread of the process).
+type batchTiming struct {
+	Executions int     `json:"executions"`
+	NS         float64 `json:"ns"`
+	CPUNS      float64 `json:"cpuNs"`
+}
+
+func startLocalStepFunctions(b testing.TB) *localStepFunctionsServer {
+	node := nodeOrSkip(b)
+	module := filepath.Join(toolsDir(b), "node_modules", "aws-local-stepfunctions", "build", "main.node.esm.js")
+	script := filepath.Join(moduleRoot(b), "testdata", "asl", "run-local-sfn.mjs")
+	caseFile := filepath.Join(moduleRoot(b), "testdata", "asl", "cases", benchCase+".json")
+	if _, err := os.Stat(module); err != nil {
+		testtools.Missing(b, "aws-local-stepfunctions is not installed (make tools)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	cmd := nodeCommand(ctx, node, script, module, "--serve", strconv.Itoa(nodeWarmup), caseFile)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start node: %v", err)
+	}
+	srv := &localStepFunctionsServer{in: in, out: bufio.NewScanner(out), cmd: cmd}
+	b.Cleanup(func() {
+		_ = in.Close() // the script ends at the end of its input
+		_ = cmd.Wait()
+		cancel()
+	})
+	if !srv.out.Scan() || !strings.Contains(srv.out.Text(), `"ready":true`) {
+		b.Fatalf("node did not get ready: %q %v", srv.out.Text(), srv.out.Err())
+	}
+	return srv
+}
+
+// batch runs n executions in the Node process and returns its timing of them.
+func (s *localStepFunctionsServer) batch(b testing.TB, n int) batchTiming {
+	if _, err := fmt.Fprintln(s.in, n); err != nil {
+		b.Fatalf("node batch: %v", err)
+	}
+	var r batchTiming
+	if !s.out.Scan() {
+		b.Fatalf("node batch: no answer: %v", s.out.Err())
+	}
+	if err := json.Unmarshal(s.out.Bytes(), &r); err != nil || r.Executions != n {
+		b.Fatalf("bad node answer %s: %v", s.out.Text(), err)
+	}
+	return r
+}
+
+// BenchmarkExecutionsGoVersusLocalStepFunctions measures both engines on the bench case, warm,
+// in alternating batches (goBatch executions here, then nodeBatch in a Node process, over and
+// over), so that a shared machine's changing load weighs on both alike. It reports both rates
+// in wall-clock time and their ratio, the same per CPU-second (each process's CPU time over
+// all its threads, which the load of other processes hardly changes), and the allocations
+// per state transition here. Run it as
+//
+//	go test -run '^$' -bench GoVersusLocalStepFunctions -benchtime 3x ./internal/twin/asl
+func BenchmarkExecutionsGoVersusLocalStepFunctions(b *testing.B) {
+	const rounds, goBatch, nodeBatch = 10, 2000, 1000
+	node := startLocalStepFunctions(b)
+	sm, input := benchCaseMachine(b)
+	eng := newCorpusEngine(clock.Real{})
+	for range goWarmup {
+		runBench(b, eng, sm, input)
+	}
+	var goWall, goCPU time.Duration
+	var nodeWall, nodeCPU float64
+	var goExecs, nodeExecs int
+	var transitions int64
+	var allocs uint64
+	for i := 0; i < b.N; i++ {
+		for range rounds {
+			mallocs := mallocCounter()
+			cpu0, start := cpuTime(), time.Now()
+			for range goBatch {
+				transitions += runBench(b, eng, sm, input)
+			}
+			goWall += time.Since(start)
+			goCPU += cpuTime() - cpu0
+			allocs += mallocs()
+			goExecs += goBatch
+			r := node.batch(b, nodeBatch)
+			nodeWall += r.NS
+			nodeCPU += r.CPUNS
+			nodeExecs += r.Executions
+		}
+	}
+	goRate, nodeRate := float64(goExecs)/goWall.Seconds(), float64(nodeExecs)/(nodeWall/1e9)
+	goCPURate, nodeCPURate := float64(goExecs)/goCPU.Seconds(), float64(nodeExecs)/(nodeCPU/1e9)
+	b.ReportMetric(goRate, "go-exec/s")
+	b.ReportMetric(nodeRate, "node-exec/s")
+	b.ReportMetric(goRate/nodeRate, "go/node")
+	b.ReportMetric(goCPURate, "go-exec/cpu-s")
+	b.ReportMetric(nodeCPURate, "node-exec/cpu-s")
+	b.ReportMetric(goCPURate/nodeCPURate, "go/node-cpu")
+	b.ReportMetric(float64(allocs)/float64(transitions), "allocs/transition")
 }
 
 func cpuTime() time.Duration {

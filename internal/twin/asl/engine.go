@@ -59,8 +59,10 @@ type Engine struct {
 	invoker Invoker
 	mocker  TaskMocker
 	region  string
-	log     *slog.Logger
-	jitter  func() float64
+	// regionValue is region as an event detail, boxed once.
+	regionValue any
+	log         *slog.Logger
+	jitter      func() float64
 	// onFinish is Options.OnFinish.
 	onFinish func(*Execution)
 	// beforeTransition is Options.BeforeTransition.
@@ -87,6 +89,7 @@ func NewEngine(o Options) *Engine {
 	if e.region == "" {
 		e.region = "us-east-1"
 	}
+	e.regionValue = e.region
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -95,6 +98,10 @@ func NewEngine(o Options) *Engine {
 	}
 	return e
 }
+
+// logsInfo reports whether the logger records Info messages: asked first, so that a
+// discarded message costs no argument list.
+func (e *Engine) logsInfo() bool { return e.log.Enabled(context.Background(), slog.LevelInfo) }
 
 // Clock returns the engine's clock.
 func (e *Engine) Clock() clock.Clock { return e.clock }
@@ -126,6 +133,8 @@ type Execution struct {
 
 	transitions  atomic.Int64
 	timeoutTimer clock.Timer // execution TimeoutSeconds
+	// main is the execution's own thread, kept here to save allocating it.
+	main thread
 
 	mu         sync.Mutex
 	status     string
@@ -172,7 +181,7 @@ func (e *Engine) Start(sm *StateMachine, spec ExecutionSpec) (*Execution, error)
 	if len(spec.Input) == 0 {
 		spec.Input = []byte("{}")
 	}
-	input, err := ParseData(spec.Input)
+	input, err := parseData(spec.Input)
 	if err != nil {
 		return nil, fmt.Errorf("%w: input is not valid JSON: %v", ErrInvalidInput, err)
 	}
@@ -181,14 +190,18 @@ func (e *Engine) Start(sm *StateMachine, spec ExecutionSpec) (*Execution, error)
 	}
 	now := e.clock.Now()
 	x := &Execution{ExecutionSpec: spec, StartDate: now, engine: e, sm: sm, input: input,
-		done: make(chan struct{}), status: StatusRunning}
+		done: make(chan struct{}), status: StatusRunning, events: make([]HistoryEvent, 0, initialEvents)}
 	x.ctxExe = map[string]any{"Id": spec.ARN, "Input": input, "Name": spec.Name, "RoleArn": spec.RoleARN,
 		"StartTime": isoTime(now), "RedriveCount": int64(0)}
 	x.ctxSM = map[string]any{"Id": spec.StateMachineARN, "Name": spec.StateMachineName}
 	x.ctx, x.cancel = context.WithCancelCause(context.Background())
-	go x.run()
+	goRun(x)
 	return x, nil
 }
+
+// initialEvents is the history capacity an execution starts with: a one-task execution's
+// events, so that short executions grow their history without copying it.
+const initialEvents = 8
 
 // ErrInvalidInput reports execution input that is not acceptable JSON.
 var ErrInvalidInput = errors.New("InvalidExecutionInput")
@@ -245,7 +258,11 @@ func (x *Execution) History() []HistoryEvent {
 }
 
 func (x *Execution) addEvent(prev int64, typ, key string, details map[string]any) int64 {
-	now := x.engine.clock.Now()
+	return x.addEventAt(x.engine.clock.Now(), prev, typ, key, details)
+}
+
+// addEventAt records an event that happened at now.
+func (x *Execution) addEventAt(now time.Time, prev int64, typ, key string, details map[string]any) int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	id := int64(len(x.events) + 1)
@@ -265,13 +282,16 @@ func (x *Execution) nextMockAttempt(state string) int {
 }
 
 func (x *Execution) run() {
-	t := &thread{x: x, ctx: x.ctx, top: true}
+	x.main = thread{x: x, ctx: x.ctx, top: true}
+	t := &x.main
 	t.event("ExecutionStarted", "executionStartedEventDetails", map[string]any{
 		"input": string(x.Input), "inputDetails": notTruncated, "roleArn": x.RoleARN})
 	if x.sm.TimeoutSeconds > 0 {
 		x.timeoutTimer = x.engine.clock.AfterFunc(time.Duration(x.sm.TimeoutSeconds)*time.Second, func() { x.cancel(errExecutionTimedOut) })
 	}
-	x.engine.log.Info("execution started", "execution", x.ARN, "stateMachine", x.StateMachineARN, "testCase", x.TestCase)
+	if x.engine.logsInfo() {
+		x.engine.log.Info("execution started", "execution", x.ARN, "stateMachine", x.StateMachineARN, "testCase", x.TestCase)
+	}
 	out, serr := t.runBlock(x.sm.root, x.input)
 	x.afterRun(t, out, serr)
 }
@@ -313,7 +333,12 @@ func (x *Execution) finish(t *thread, out any, serr *StateError) {
 	}
 	if status == StatusSucceeded {
 		if serr == nil {
-			output = MarshalData(out)
+			// The thread's last state rendered its output, which is the execution's.
+			if t.outJSON != "" {
+				output = []byte(t.outJSON)
+			} else {
+				output = marshalData(out)
+			}
 			if len(output) > PayloadLimit {
 				serr = &StateError{Name: ErrDataLimitExceeded, Cause: "The execution output exceeds the payload size limit"}
 				output = nil
@@ -323,14 +348,20 @@ func (x *Execution) finish(t *thread, out any, serr *StateError) {
 			status, errName, cause = StatusFailed, serr.Name, serr.Cause
 			t.event("ExecutionFailed", "executionFailedEventDetails", map[string]any{"error": errName, "cause": cause})
 		} else {
-			t.event("ExecutionSucceeded", "executionSucceededEventDetails", map[string]any{"output": string(output), "outputDetails": notTruncated})
+			outString := t.outJSON
+			if outString == "" {
+				outString = string(output)
+			}
+			t.event("ExecutionSucceeded", "executionSucceededEventDetails", map[string]any{"output": outString, "outputDetails": notTruncated})
 		}
 	}
 	x.mu.Lock()
 	x.status, x.output, x.errName, x.cause, x.stopDate = status, output, errName, cause, x.engine.clock.Now()
 	x.mu.Unlock()
-	x.engine.log.Info("execution finished", "execution", x.ARN, "status", status, "error", errName,
-		"stateTransitions", x.transitions.Load())
+	if x.engine.logsInfo() {
+		x.engine.log.Info("execution finished", "execution", x.ARN, "status", status, "error", errName,
+			"stateTransitions", x.transitions.Load())
+	}
 	if x.engine.onFinish != nil {
 		x.engine.onFinish(x)
 	}
@@ -350,7 +381,7 @@ func (x *Execution) park(p *suspension) (outcome, bool) {
 		if !fired.CompareAndSwap(false, true) {
 			return
 		}
-		go func() {
+		goRun(funcJob(func() {
 			armMu.Lock()
 			if timer != nil {
 				timer.Stop()
@@ -362,7 +393,7 @@ func (x *Execution) park(p *suspension) (outcome, bool) {
 			tw.stopHeartbeat()
 			out, serr := p.t.resume(p, o)
 			x.afterRun(p.t, out, serr)
-		}()
+		}))
 	}
 	// expire ends the wait with o unless a SendTask* call already took the token.
 	expire := func(o outcome, why error) {
@@ -539,7 +570,7 @@ func (e *Engine) SendTaskSuccess(token string, output []byte) error {
 	if err != nil {
 		return err
 	}
-	v, perr := ParseData(output)
+	v, perr := parseData(output)
 	if perr != nil || len(output) == 0 {
 		return fmt.Errorf("%w: the output is not valid JSON", ErrInvalidOutput)
 	}
@@ -593,4 +624,36 @@ func (e *Engine) WaitingTasks() int {
 	return len(e.tokens)
 }
 
-func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+// isoTime renders t as the context object's timestamps: UTC, milliseconds truncated. Years of
+// four digits are written directly, a cost paid per state transition; others go to Format.
+func isoTime(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format("2006-01-02T15:04:05.000Z")
+	}
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / int(time.Millisecond)
+	var b [24]byte
+	put := func(i, v, digits int) {
+		for j := i + digits - 1; j >= i; j-- {
+			b[j] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, year, 4)
+	b[4] = '-'
+	put(5, int(month), 2)
+	b[7] = '-'
+	put(8, day, 2)
+	b[10] = 'T'
+	put(11, hour, 2)
+	b[13] = ':'
+	put(14, minute, 2)
+	b[16] = ':'
+	put(17, sec, 2)
+	b[19] = '.'
+	put(20, ms, 3)
+	b[23] = 'Z'
+	return string(b[:])
+}

@@ -241,13 +241,13 @@ func (c *intrinsicCall) eval(data, ctxObj any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("StringToJson needs a string")
 		}
-		v, err := ParseData([]byte(s))
+		v, err := parseData([]byte(s))
 		if err != nil {
 			return nil, fmt.Errorf("StringToJson: %v", err)
 		}
 		return v, nil
 	case "States.JsonToString":
-		return string(MarshalData(args[0])), nil
+		return marshalDataString(args[0]), nil
 	case "States.Array":
 		return args, nil
 	case "States.ArrayPartition":
@@ -354,7 +354,7 @@ func (c *intrinsicCall) eval(data, ctxObj any) (any, error) {
 		}
 		s, ok := args[0].(string)
 		if !ok {
-			s = string(MarshalData(args[0]))
+			s = marshalDataString(args[0])
 		}
 		h.Write([]byte(s))
 		return hex.EncodeToString(h.Sum(nil)), nil
@@ -444,7 +444,7 @@ func (c *intrinsicCall) format(args []any) (any, error) {
 			case map[string]any, []any:
 				return nil, fmt.Errorf("Format arguments must be strings, numbers, booleans or null")
 			default:
-				out.Write(MarshalData(v))
+				out.WriteString(marshalDataString(v))
 			}
 			next++
 			i++
@@ -506,7 +506,18 @@ func newUUID() string {
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	// The 8-4-4-4-12 form of lowercase hex digits, written without fmt (one per Lambda invoke).
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], b[10:16])
+	return string(out[:])
 }
 
 var _ = json.Valid

@@ -14,6 +14,10 @@ type Path struct {
 	Context  bool
 	Definite bool // a definite path yields one value; an indefinite one an array
 	expr     jp.Expr
+	// steps is expr as map keys and array indexes, when it is only those: such a path is
+	// walked directly instead of by jp's general evaluator. simple marks that steps is set.
+	steps  []pathStep
+	simple bool
 	// intrinsic is set instead of expr for Fail's ErrorPath/CausePath intrinsic calls.
 	intrinsic *intrinsicCall
 }
@@ -42,7 +46,81 @@ func parsePath(raw string) (*Path, error) {
 			p.Definite = false
 		}
 	}
+	p.steps, p.simple = simpleSteps(x)
 	return p, nil
+}
+
+// pathStep is one map key or array index of a simple path.
+type pathStep struct {
+	key   string
+	index int
+	isKey bool
+}
+
+// simpleSteps lists a path's keys and indexes when it is a root followed by only those
+// (jp.Bracket and jp.At leave the current value as it is, as jp evaluates them; one that
+// ends a path would change what a scalar before it yields, so such paths are left to jp).
+func simpleSteps(x jp.Expr) ([]pathStep, bool) {
+	if len(x) == 0 {
+		return nil, false
+	}
+	if _, ok := x[0].(jp.Root); !ok {
+		return nil, false
+	}
+	if len(x) > 1 {
+		switch x[len(x)-1].(type) {
+		case jp.Bracket, jp.At:
+			return nil, false
+		}
+	}
+	var steps []pathStep
+	for _, f := range x[1:] {
+		switch tf := f.(type) {
+		case jp.Child:
+			steps = append(steps, pathStep{key: string(tf), isKey: true})
+		case jp.Nth:
+			steps = append(steps, pathStep{index: int(tf)})
+		case jp.Bracket, jp.At:
+		default:
+			return nil, false
+		}
+	}
+	return steps, true
+}
+
+// walk follows a simple path through the interpreter's generic data. decided is false when
+// it meets a container of another type, which only jp knows how to search.
+func (p *Path) walk(src any) (v any, found, decided bool) {
+	v = src
+	for _, st := range p.steps {
+		switch c := v.(type) {
+		case map[string]any:
+			if !st.isKey {
+				return nil, false, true
+			}
+			if v, found = c[st.key]; !found {
+				return nil, false, true
+			}
+		case []any:
+			if st.isKey {
+				return nil, false, true
+			}
+			i := st.index
+			if i < 0 {
+				i += len(c)
+			}
+			if i < 0 || i >= len(c) {
+				return nil, false, true
+			}
+			v = c[i]
+		case nil, bool, string, float64, int64, int:
+			// jp stops at a scalar in the middle of a path: nothing is found.
+			return nil, false, true
+		default:
+			return nil, false, false
+		}
+	}
+	return v, true, true
 }
 
 // parseReferencePath accepts only paths that name a single node (ResultPath):
@@ -81,6 +159,14 @@ func (p *Path) get(data, ctxObj any) (any, error) {
 	if len(p.expr) == 1 {
 		if _, ok := p.expr[0].(jp.Root); ok {
 			return src, nil
+		}
+	}
+	if p.simple {
+		if v, found, decided := p.walk(src); decided {
+			if !found {
+				return nil, pathNotFoundError{p.Raw}
+			}
+			return v, nil
 		}
 	}
 	if p.Definite {

@@ -20,6 +20,9 @@ type thread struct {
 	// without a goroutine; susp describes the parked state while unwinding.
 	top  bool
 	susp *suspension
+	// outJSON is the JSON of the output of the state this thread exited last, recorded in
+	// its StateExited event: the next state's input, or the thread's result, rendered once.
+	outJSON string
 }
 
 // errSuspended unwinds the top-level thread when it parks on a task token.
@@ -65,7 +68,7 @@ func (t *thread) resume(p *suspension, o outcome) (any, *StateError) {
 	if next == "" {
 		return out, nil
 	}
-	return t.runFrom(p.block, next, out)
+	return t.runChain(p.block, next, out, t.outJSON)
 }
 
 func (t *thread) event(typ, key string, details map[string]any) int64 {
@@ -90,12 +93,18 @@ func (t *thread) runBlock(b *block, input any) (any, *StateError) {
 }
 
 func (t *thread) runFrom(b *block, name string, data any) (any, *StateError) {
+	return t.runChain(b, name, data, "")
+}
+
+// runChain runs states from name until one ends the block; dataJSON is data's JSON when
+// the caller has it (the previous state's output), else empty.
+func (t *thread) runChain(b *block, name string, data any, dataJSON string) (any, *StateError) {
 	for {
 		if err := t.aborted(); err != nil {
 			return nil, err
 		}
 		s := b.States[name]
-		out, next, err := t.runState(s, data)
+		out, next, err := t.enterState(s, data, dataJSON)
 		if err == errSuspended {
 			t.susp.block = b
 			return nil, err
@@ -106,7 +115,7 @@ func (t *thread) runFrom(b *block, name string, data any) (any, *StateError) {
 		if next == "" {
 			return out, nil
 		}
-		name, data = next, out
+		name, data, dataJSON = next, out, t.outJSON
 	}
 }
 
@@ -128,27 +137,35 @@ func (t *thread) admitTransition() *StateError {
 }
 
 func (t *thread) runState(s *State, input any) (out any, next string, serr *StateError) {
+	return t.enterState(s, input, "")
+}
+
+// enterState runs a state; inputJSON is input's JSON when the caller has it, else empty.
+func (t *thread) enterState(s *State, input any, inputJSON string) (out any, next string, serr *StateError) {
 	if err := t.admitTransition(); err != nil {
 		return nil, "", err
 	}
 	t.x.transitions.Add(1)
 	entered := t.x.engine.clock.Now()
-	t.event(s.Type+"StateEntered", "stateEnteredEventDetails", map[string]any{
-		"name": s.Name, "input": string(MarshalData(input)), "inputDetails": notTruncated})
-	ctxObj := t.ctxObject(s, entered, 0)
-
+	if inputJSON == "" {
+		inputJSON = marshalDataString(input)
+	}
+	// The state was entered when its event says it was: one clock reading serves both.
+	t.prev = t.x.addEventAt(entered, t.prev, eventName(enteredEvents, s.Type, "StateEntered"), "stateEnteredEventDetails",
+		map[string]any{"name": s.Name, "input": inputJSON, "inputDetails": notTruncated})
 	switch s.Type {
 	case "Pass":
-		out, serr = t.pass(s, input, ctxObj)
+		out, serr = t.pass(s, input, t.contextFor(s, entered, 0))
 	case "Choice":
-		out, next, serr = t.choice(s, input, ctxObj)
+		out, next, serr = t.choice(s, input, t.contextFor(s, entered, 0))
 	case "Wait":
-		out, serr = t.wait(s, input, ctxObj)
+		out, serr = t.wait(s, input, t.contextFor(s, entered, 0))
 	case "Succeed":
-		out, serr = t.succeed(s, input, ctxObj)
+		out, serr = t.succeed(s, input, t.contextFor(s, entered, 0))
 	case "Fail":
-		return nil, "", t.fail(s, input, ctxObj)
+		return nil, "", t.fail(s, input, t.contextFor(s, entered, 0))
 	case "Task", "Parallel", "Map":
+		// Each attempt builds its own context object, with its retry count.
 		out, next, serr = t.withRetry(s, input, entered)
 	}
 	return t.exitState(s, out, next, serr)
@@ -162,12 +179,13 @@ func (t *thread) exitState(s *State, out any, next string, serr *StateError) (an
 	if s.Type != "Choice" && next == "" && !s.End && s.Type != "Succeed" {
 		next = s.Next
 	}
-	outJSON := MarshalData(out)
+	outJSON := marshalDataString(out)
 	if len(outJSON) > PayloadLimit {
 		return nil, "", &StateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", s.Name)}
 	}
-	t.event(s.Type+"StateExited", "stateExitedEventDetails", map[string]any{
-		"name": s.Name, "output": string(outJSON), "outputDetails": notTruncated})
+	t.event(eventName(exitedEvents, s.Type, "StateExited"), "stateExitedEventDetails", map[string]any{
+		"name": s.Name, "output": outJSON, "outputDetails": notTruncated})
+	t.outJSON = outJSON
 	return out, next, nil
 }
 
@@ -190,7 +208,7 @@ func applyPath(p optPath, v, ctxObj any, field string) (any, *StateError) {
 	}
 	out, err := p.Path.get(v, ctxObj)
 	if err != nil {
-		return nil, runtimeError("Invalid path '%s' : The %s could not be found in the input '%s'", p.Path.Raw, field, truncate(MarshalData(v)))
+		return nil, runtimeError("Invalid path '%s' : The %s could not be found in the input '%s'", p.Path.Raw, field, truncate(marshalData(v)))
 	}
 	return out, nil
 }
@@ -358,7 +376,7 @@ func (t *thread) retryLoop(s *State, raw any, entered time.Time, counts []int, r
 		if have {
 			out, serr, have = first.out, first.err, false
 		} else {
-			ctxObj := t.ctxObject(s, entered, retries)
+			ctxObj := t.contextFor(s, entered, retries)
 			out, serr = t.attempt(s, raw, ctxObj)
 			if serr == errSuspended {
 				t.susp.raw, t.susp.entered, t.susp.counts, t.susp.retries = raw, entered, counts, retries
@@ -465,7 +483,7 @@ func (t *thread) parallel(s *State, eff any, ctxObj map[string]any) (any, *State
 	for i, b := range s.Branches {
 		wg.Add(1)
 		bt := t.child(ctx)
-		go func() {
+		goRun(funcJob(func() {
 			defer wg.Done()
 			out, berr := bt.runBlock(b, in)
 			if berr != nil {
@@ -473,7 +491,7 @@ func (t *thread) parallel(s *State, eff any, ctxObj map[string]any) (any, *State
 				return
 			}
 			results[i] = out
-		}()
+		}))
 	}
 	wg.Wait()
 	if t.ctx.Err() != nil {
@@ -537,7 +555,7 @@ func (t *thread) mapState(s *State, eff any, ctxObj map[string]any) (any, *State
 		evMu.Lock()
 		it.event("MapIterationStarted", "mapIterationStartedEventDetails", map[string]any{"name": s.Name, "index": int64(i)})
 		evMu.Unlock()
-		go func() {
+		goRun(funcJob(func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			out, ierr := it.runBlock(s.Processor, inputs[i])
@@ -552,7 +570,7 @@ func (t *thread) mapState(s *State, eff any, ctxObj map[string]any) (any, *State
 			}
 			it.event("MapIterationSucceeded", "mapIterationSucceededEventDetails", map[string]any{"name": s.Name, "index": int64(i)})
 			results[i] = out
-		}()
+		}))
 	}
 	wg.Wait()
 	if t.ctx.Err() != nil {
@@ -564,4 +582,24 @@ func (t *thread) mapState(s *State, eff any, ctxObj map[string]any) (any, *State
 	}
 	t.event("MapStateSucceeded", "", nil)
 	return results, nil
+}
+
+// enteredEvents and exitedEvents name every state type's StateEntered and StateExited
+// events, so that naming them costs no concatenation per transition.
+var enteredEvents, exitedEvents = stateEventNames("StateEntered"), stateEventNames("StateExited")
+
+func stateEventNames(suffix string) map[string]string {
+	m := make(map[string]string, len(allowedFields))
+	for typ := range allowedFields {
+		m[typ] = typ + suffix
+	}
+	return m
+}
+
+// eventName returns the name in names for a state type, or builds it.
+func eventName(names map[string]string, typ, suffix string) string {
+	if n, ok := names[typ]; ok {
+		return n
+	}
+	return typ + suffix
 }

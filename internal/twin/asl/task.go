@@ -26,24 +26,28 @@ type taskEvents struct {
 	legacy       bool // a bare Lambda function ARN: LambdaFunction* events
 }
 
-func (te taskEvents) base(extra map[string]any) map[string]any {
-	m := map[string]any{"resourceType": te.resourceType, "resource": te.resource}
-	for k, v := range extra {
-		m[k] = v
+// details returns a task event's details: the resource's type and name, and the pairs kv
+// (key, value, key, value...), in one map sized for them.
+func (te taskEvents) details(kv ...any) map[string]any {
+	m := make(map[string]any, 2+len(kv)/2+2)
+	m["resourceType"], m["resource"] = te.resourceType, te.resource
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
 	}
 	return m
 }
 
-func (te taskEvents) scheduled(params any, timeout, heartbeat int) {
+// scheduledJSON records the task's scheduling with its parameters already rendered.
+func (te taskEvents) scheduledJSON(paramsJSON string, timeout, heartbeat int) {
 	if te.legacy {
-		d := map[string]any{"resource": te.resource, "input": string(MarshalData(params)), "inputDetails": notTruncated}
+		d := map[string]any{"resource": te.resource, "input": paramsJSON, "inputDetails": notTruncated}
 		if timeout > 0 {
 			d["timeoutInSeconds"] = int64(timeout)
 		}
 		te.t.event("LambdaFunctionScheduled", "lambdaFunctionScheduledEventDetails", d)
 		return
 	}
-	d := te.base(map[string]any{"region": te.t.x.engine.region, "parameters": string(MarshalData(params))})
+	d := te.details("region", te.t.x.engine.regionValue, "parameters", paramsJSON)
 	if timeout > 0 {
 		d["timeoutInSeconds"] = int64(timeout)
 	}
@@ -58,19 +62,22 @@ func (te taskEvents) started() {
 		te.t.event("LambdaFunctionStarted", "", nil)
 		return
 	}
-	te.t.event("TaskStarted", "taskStartedEventDetails", te.base(nil))
+	te.t.event("TaskStarted", "taskStartedEventDetails", te.details())
 }
 
 func (te taskEvents) submitted(out any) {
-	te.t.event("TaskSubmitted", "taskSubmittedEventDetails", te.base(map[string]any{"output": string(MarshalData(out)), "outputDetails": notTruncated}))
+	te.t.event("TaskSubmitted", "taskSubmittedEventDetails", te.details("output", marshalDataString(out), "outputDetails", notTruncated))
 }
 
-func (te taskEvents) succeeded(out any) {
+func (te taskEvents) succeeded(out any) { te.succeededJSON(marshalDataString(out)) }
+
+// succeededJSON records the task's success with its result already rendered.
+func (te taskEvents) succeededJSON(outJSON string) {
 	if te.legacy {
-		te.t.event("LambdaFunctionSucceeded", "lambdaFunctionSucceededEventDetails", map[string]any{"output": string(MarshalData(out)), "outputDetails": notTruncated})
+		te.t.event("LambdaFunctionSucceeded", "lambdaFunctionSucceededEventDetails", map[string]any{"output": outJSON, "outputDetails": notTruncated})
 		return
 	}
-	te.t.event("TaskSucceeded", "taskSucceededEventDetails", te.base(map[string]any{"output": string(MarshalData(out)), "outputDetails": notTruncated}))
+	te.t.event("TaskSucceeded", "taskSucceededEventDetails", te.details("output", outJSON, "outputDetails", notTruncated))
 }
 
 func (te taskEvents) failed(e *StateError) {
@@ -81,9 +88,9 @@ func (te taskEvents) failed(e *StateError) {
 	case te.legacy:
 		te.t.event("LambdaFunctionFailed", "lambdaFunctionFailedEventDetails", map[string]any{"error": e.Name, "cause": e.Cause})
 	case timedOut:
-		te.t.event("TaskTimedOut", "taskTimedOutEventDetails", te.base(map[string]any{"error": e.Name, "cause": e.Cause}))
+		te.t.event("TaskTimedOut", "taskTimedOutEventDetails", te.details("error", e.Name, "cause", e.Cause))
 	default:
-		te.t.event("TaskFailed", "taskFailedEventDetails", te.base(map[string]any{"error": e.Name, "cause": e.Cause}))
+		te.t.event("TaskFailed", "taskFailedEventDetails", te.details("error", e.Name, "cause", e.Cause))
 	}
 }
 
@@ -126,7 +133,9 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 	var tw *tokenWait
 	if waitForToken {
 		token, tw = x.engine.newToken(x)
-		ctxObj["Task"] = map[string]any{"Token": token}
+		if ctxObj != nil { // nil when nothing in the state reads $$.Task.Token
+			ctxObj["Task"] = map[string]any{"Token": token}
+		}
 	}
 	params, err := applyTemplate(s.Parameters, eff, ctxObj)
 	if err != nil {
@@ -139,7 +148,8 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 	if timeout > 0 {
 		deadline = x.engine.clock.Now().Add(time.Duration(timeout) * time.Second)
 	}
-	te.scheduled(params, timeout, heartbeat)
+	paramsJSON := marshalDataString(params)
+	te.scheduledJSON(paramsJSON, timeout, heartbeat)
 	te.started()
 
 	// Mocked responses stand in for the service call, as in Step Functions Local.
@@ -154,7 +164,7 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 				te.failed(serr)
 				return nil, serr
 			}
-			v, perr := ParseData(out)
+			v, perr := parseData(out)
 			if perr != nil {
 				serr := runtimeError("mocked response for state '%s' is not valid JSON: %v", s.Name, perr)
 				te.failed(serr)
@@ -168,9 +178,7 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 	var res outcome
 	switch {
 	case te.legacy:
-		res = t.invokeWithTimeout(deadline, func(ctx context.Context) outcome {
-			return t.invokeLambda(ctx, s.Resource, MarshalData(params), false)
-		})
+		res = t.invokeWithTimeout(deadline, s.Resource, []byte(paramsJSON), false)
 	case s.Resource == resourceLambdaInvoke || s.Resource == resourceLambdaInvokeToken:
 		fn, payload, perr := lambdaInvokeParams(params)
 		if perr != nil {
@@ -190,9 +198,7 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 			}
 			break
 		}
-		res = t.invokeWithTimeout(deadline, func(ctx context.Context) outcome {
-			return t.invokeLambda(ctx, fn, payload, true)
-		})
+		res = t.invokeWithTimeout(deadline, fn, payload, true)
 	default:
 		res = outcome{err: runtimeError("The resource '%s' is not supported by the local Step Functions engine; mock it with a test case", s.Resource)}
 	}
@@ -213,12 +219,13 @@ func (t *thread) finishTask(s *State, te taskEvents, token string, tw *tokenWait
 		te.failed(res.err)
 		return res
 	}
-	if n := len(MarshalData(res.out)); n > PayloadLimit {
+	outJSON := marshalDataString(res.out)
+	if n := len(outJSON); n > PayloadLimit {
 		serr := &StateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The task result of state '%s' is %d bytes, over the %d-byte limit", s.Name, n, PayloadLimit)}
 		te.failed(serr)
 		return outcome{err: serr}
 	}
-	te.succeeded(res.out)
+	te.succeededJSON(outJSON)
 	return res
 }
 
@@ -247,7 +254,7 @@ func lambdaInvokeParams(params any) (string, []byte, *StateError) {
 	}
 	payload := []byte("{}")
 	if p, ok := m["Payload"]; ok {
-		payload = MarshalData(p)
+		payload = marshalData(p)
 	}
 	return fn, payload, nil
 }
@@ -276,7 +283,7 @@ func (t *thread) invokeLambda(ctx context.Context, fn string, payload []byte, wr
 		}
 		return outcome{err: &StateError{Name: name, Cause: fnErr.cause()}}
 	}
-	v, perr := ParseData(out)
+	v, perr := parseData(out)
 	if perr != nil {
 		v = string(out)
 	}
@@ -300,16 +307,16 @@ func (t *thread) invokeLambda(ctx context.Context, fn string, payload []byte, wr
 	}}
 }
 
-// invokeWithTimeout runs a synchronous invocation, bounded by the task's
+// invokeWithTimeout runs a synchronous invocation (invokeLambda's), bounded by the task's
 // deadline when it has one.
-func (t *thread) invokeWithTimeout(deadline time.Time, call func(ctx context.Context) outcome) outcome {
+func (t *thread) invokeWithTimeout(deadline time.Time, fn string, payload []byte, wrap bool) outcome {
 	if deadline.IsZero() {
-		return call(t.ctx)
+		return t.invokeLambda(t.ctx, fn, payload, wrap)
 	}
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	ch := make(chan outcome, 1)
-	go func() { ch <- call(ctx) }()
+	go func() { ch <- t.invokeLambda(ctx, fn, payload, wrap) }()
 	timedOut := make(chan struct{})
 	timer := t.x.engine.clock.AfterFunc(deadline.Sub(t.x.engine.clock.Now()), func() { close(timedOut) })
 	defer timer.Stop()

@@ -11,6 +11,8 @@ import (
 // or an intrinsic function call at run time.
 type template struct {
 	root tnode
+	// context says that some path or intrinsic call in the template reads the context object.
+	context bool
 }
 
 type tnode interface {
@@ -85,7 +87,7 @@ func compileTemplate(v any) (*template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &template{root: n}, nil
+	return &template{root: n, context: nodeUsesContext(n)}, nil
 }
 
 func compileNode(v any) (tnode, error) {

@@ -20,6 +20,9 @@ type Failure struct {
 	ErrorCode         string
 	FunctionErrorType string
 	Message           string
+	// OnInjected, when set, is called each time the failure is handed to an invocation, so
+	// that a chaos run counts the faults that really hit, not the ones it armed.
+	OnInjected func()
 }
 
 // ServiceException is Lambda's internal service error (HTTP 500).
@@ -195,6 +198,9 @@ func (f *function) takeFaults() (before, after *Failure, latency time.Duration) 
 		}
 		(*queue)[0].left--
 		failure := (*queue)[0].failure
+		if failure.OnInjected != nil {
+			failure.OnInjected()
+		}
 		return &failure
 	}
 	before = take(&f.before)

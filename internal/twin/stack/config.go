@@ -162,6 +162,9 @@ type Config struct {
 	// a non-nil answer fails that call with it, before anything is sent, as a throttle or an
 	// outage would. Tests use it to fail one precise write.
 	DynamoDBFault func(op string, params any) error
+	// chaos is what WithChaos set up: the fault classes RunSale injects and the stack the
+	// DynamoDB hook commits lost writes with.
+	chaos *chaosBinding
 
 	// Functions are the specs the stack deploys (nil: deploy.Functions()); the control tests
 	// take a grant or a variable away to show the stack refuses what AWS would.

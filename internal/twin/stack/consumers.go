@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -28,7 +29,8 @@ import (
 // here.
 func (st *Stack) subscribeConsumers() {
 	q := &asyncQueue{st: st, function: FnConsumer, dlq: deploy.ConsumerDLQ, delivery: deploy.DefaultDelivery()}
-	st.onClose(func() error { q.stop(); return nil })
+	consumerQueues.Store(st, q)
+	st.onClose(func() error { q.stop(); consumerQueues.Delete(st); return nil })
 	st.Bus.Subscribe(func(ctx context.Context, ev events.EventBridgeEvent) error {
 		payload, err := json.Marshal(ev)
 		if err != nil {
@@ -36,6 +38,20 @@ func (st *Stack) subscribeConsumers() {
 		}
 		return q.enqueue(payload)
 	})
+}
+
+// consumerQueues maps each running stack to its consumer's queue, so that a sale can wait for
+// the events still queued or awaiting a retry (ConsumerPending) before it checks the consumer.
+// It lives here rather than on Stack so that the queue stays this file's business.
+var consumerQueues sync.Map // *Stack → *asyncQueue
+
+// ConsumerPending is how many events the consumer's queue holds: accepted and neither
+// processed nor given up (an attempt in flight, or a retry waiting on the stack's clock).
+func (st *Stack) ConsumerPending() int64 {
+	if q, ok := consumerQueues.Load(st); ok {
+		return q.(*asyncQueue).pending.Load()
+	}
+	return 0
 }
 
 // Lambda's back-off for asynchronous invocations, which no setting changes: one minute before
@@ -115,6 +131,8 @@ type asyncQueue struct {
 
 	mu     sync.Mutex
 	closed bool
+	// pending counts the events accepted and not yet finished or given up.
+	pending atomic.Int64
 }
 
 // asyncEvent is one event in the queue and what its attempts came to.
@@ -138,7 +156,9 @@ type asyncResponse struct {
 
 func (q *asyncQueue) enqueue(payload []byte) error {
 	e := &asyncEvent{requestID: newRequestUUID(), payload: payload, queuedAt: q.st.Clock.Now()}
+	q.pending.Add(1)
 	if !q.spawn(func() { q.attempt(e) }) {
+		q.pending.Add(-1)
 		return errors.New("stack: the consumer's queue is closed")
 	}
 	return nil
@@ -175,6 +195,7 @@ func (q *asyncQueue) after(d time.Duration, f func()) {
 func (q *asyncQueue) attempt(e *asyncEvent) {
 	r, resp, ok := q.invoke(e)
 	if !ok {
+		q.pending.Add(-1)
 		return // the stack is closing: the event goes with it, as the queue's memory does
 	}
 	e.attempts++
@@ -188,10 +209,12 @@ func (q *asyncQueue) attempt(e *asyncEvent) {
 	v := nextAsyncAttempt(r, e.functionErrors, e.throttles, q.st.Clock.Now().Sub(e.queuedAt), q.delivery)
 	switch {
 	case v.done:
+		q.pending.Add(-1)
 	case v.condition != "" && v.wait <= 0:
 		q.giveUp(e, v.condition)
+		q.pending.Add(-1)
 	case v.condition != "":
-		q.after(v.wait, func() { q.giveUp(e, v.condition) })
+		q.after(v.wait, func() { q.giveUp(e, v.condition); q.pending.Add(-1) })
 	default:
 		q.after(v.wait, func() { q.attempt(e) })
 	}

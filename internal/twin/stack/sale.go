@@ -6,14 +6,20 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
+	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/seatsaga/seatsaga/internal/alarms"
 	"github.com/seatsaga/seatsaga/internal/api"
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/payment/stripeadapter"
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sale/bill"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
@@ -21,7 +27,9 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/awsgate"
 	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
+	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
 	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
+	"github.com/seatsaga/seatsaga/internal/twin/throttle"
 )
 
 // FaultPlan says how much goes wrong during a sale. Counts are absolute numbers of injected
@@ -163,6 +171,8 @@ type SaleResult struct {
 	// Usage is what the sale used in the units AWS bills (bill.Usage), over the same window as
 	// Calls; Figures prices it.
 	Usage bill.Usage
+	// Faults counts the faults the chaos (WithChaos) injected, by class; nil without chaos.
+	Faults map[load.FaultClass]int
 
 	stateTypes map[string]string
 }
@@ -198,6 +208,29 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	if err := st.Arm(o.Faults); err != nil {
 		return nil, err
 	}
+	var chaos *load.Injector
+	stopChaos, chaosDone := make(chan struct{}), make(chan struct{})
+	var sfnThrottledBefore int64
+	if b := st.cfg.chaos; b != nil {
+		chaos = b.injector
+		b.stack.Store(st)
+		sfnThrottledBefore = st.sfnThrottles()
+		go func() {
+			defer close(chaosDone)
+			st.runChaos(chaos, stopChaos)
+		}()
+	} else {
+		close(chaosDone)
+	}
+	// The chaos stops once the stack settled, so that the checker judges a stack at rest.
+	var stopOnce atomic.Bool
+	endChaos := func() {
+		if stopOnce.CompareAndSwap(false, true) {
+			close(stopChaos)
+			<-chaosDone
+		}
+	}
+	defer endChaos()
 	st.Lambdas.ResetStats()
 	callsBefore, runsBefore := st.Gate.Calls(), st.apiRuns()
 	usageBefore := st.usageMark()
@@ -208,6 +241,8 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 		Concurrency: o.Concurrency, Token: st.Token,
 		PollInterval: o.PollInterval, SettleTimeout: o.BuyerTimeout,
 		Progress: o.Progress,
+		// A customer cancels within their hold, in wall time.
+		Chaos: chaos, CancelWindow: time.Duration(float64(st.AppConfig.Hold) / st.clockScale()),
 	})
 	if err != nil {
 		sampler.Stop()
@@ -218,7 +253,28 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	settleCtx, cancel := context.WithTimeout(ctx, o.SettleTimeout)
 	res.Settled = st.settleReporting(settleCtx, o.Settling) == nil
 	cancel()
+	if chaos != nil {
+		// Faults armed and not yet taken would hit the settling stack's next calls; once the
+		// chaos stopped, what remains is cleared and the stack settles again without it.
+		endChaos()
+		st.Payments.ClearFaults()
+		for _, fn := range SagaFunctions {
+			st.Lambdas.ClearFaults(fn)
+		}
+		b := st.cfg.chaos
+		b.stack.Store(nil)
+		chaos.Add(load.StepFunctionsThrottle, int(st.sfnThrottles()-sfnThrottledBefore))
+		res.Faults = chaos.Injected()
+		settleCtx, cancel := context.WithTimeout(ctx, o.SettleTimeout)
+		res.Settled = st.settleReporting(settleCtx, o.Settling) == nil
+		cancel()
+	}
 	res.SettleTime = time.Since(settleStart)
+	// The stack's quiet does not wait for the consumer's queue: an event whose delivery failed
+	// waits a minute or two of stack time for Lambda's retry. The consumer is judged after it.
+	if err := st.awaitConsumer(ctx, o.SettleTimeout); err != nil {
+		res.Settled = false
+	}
 	if o.ObserveAfter > 0 {
 		if err := clock.Sleep(ctx, st.Clock, o.ObserveAfter); err != nil {
 			sampler.Stop()
@@ -233,7 +289,7 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	}
 	res.Alarms = st.AlarmChangesSince(res.Start)
 	res.Samples = sampler.Stop()
-	if res.Snapshot, err = invariants.Collect(ctx, st.Sources()); err != nil {
+	if res.Snapshot, err = invariants.Collect(ctx, st.saleSources()); err != nil {
 		return nil, err
 	}
 	res.Verdict = invariants.Check(res.Snapshot)
@@ -418,6 +474,14 @@ type Figures struct {
 	APIPosts    int64          `json:"apiPostsRun"`
 	APIPolls    int64          `json:"apiPollsRun"`
 	Outcomes    map[string]int `json:"buyerOutcomes"`
+	// FaultsInjected counts the chaos's faults by class (absent without chaos).
+	FaultsInjected map[string]int `json:"faultsInjected,omitempty"`
+	// Refunded counts the reservations the provider refunded money to; Backlog those in the
+	// reconciliation backlog at the check; RulesPassed the invariant rules that held.
+	RefundedReservations int `json:"refundedReservations"`
+	Backlog              int `json:"backlog"`
+	RulesPassed          int `json:"rulesPassed"`
+	RulesTotal           int `json:"rulesTotal"`
 	// AdmissionRejected are losers turned away before StartExecution; SagaRejected lost the
 	// race inside the saga (the claim's conditional write: the execution ended
 	// SeatUnavailable); LosersTurnedAwayEarly is the former's share of these losers.
@@ -545,6 +609,30 @@ type Figures struct {
 
 // Figures computes the sale's numbers.
 func (r *SaleResult) Figures() Figures {
+	f := r.figures()
+	if r.Faults != nil {
+		f.FaultsInjected = map[string]int{}
+		for c, n := range r.Faults {
+			f.FaultsInjected[string(c)] = n
+		}
+	}
+	refunded := map[string]bool{}
+	for _, p := range r.Snapshot.Payments {
+		if p.Refunded > 0 {
+			refunded[p.ReservationID] = true
+		}
+	}
+	f.RefundedReservations, f.Backlog = len(refunded), r.Verdict.Backlog
+	f.RulesTotal = len(invariants.Rules)
+	for _, n := range r.Verdict.ByRule() {
+		if n == 0 {
+			f.RulesPassed++
+		}
+	}
+	return f
+}
+
+func (r *SaleResult) figures() Figures {
 	s := r.Summary
 	f := Figures{
 		Buyers: s.Buyers, Seats: r.Options.Seats, DurationSeconds: s.Duration.Seconds(),
@@ -737,4 +825,320 @@ func percentile(sorted []float64, p float64) float64 {
 	sort.Float64s(v)
 	rank := int(float64(len(v))*p/100+0.999999) - 1
 	return v[min(max(rank, 0), len(v)-1)]
+}
+
+// chaosBinding lets a Config's DynamoDB fault hook reach the stack it configures, which does
+// not exist yet when the hook is made: RunSale binds it.
+type chaosBinding struct {
+	injector *load.Injector
+	stack    atomic.Pointer[Stack]
+}
+
+// WithChaos makes cfg inject the DynamoDB fault classes of in on every function's DynamoDB
+// calls (Config.DynamoDBFault), and remembers in for RunSale, which injects the other classes
+// (Lambda, provider) while its buyers run, and whose buyers misbehave as in says.
+//
+// The hook runs at the SDK's initialize step, before its retries: a throttle or an internal
+// error reaches the function as if the SDK's retries had run out. A lost response commits the
+// write first, with the stack's own client, and then either lets the call go on, which is
+// what the SDK's retry of the same request would do (a conditional write then fails its
+// condition against its own first attempt), or fails it as the last retry's timeout would.
+func WithChaos(cfg *Config, in *load.Injector) {
+	b := &chaosBinding{injector: in}
+	cfg.chaos = b
+	cfg.DynamoDBFault = b.dynamoDBFault
+	if in.On(load.StepFunctionsThrottle) {
+		q := stepfunctions.DefaultQuotas()
+		for _, action := range chaosThrottledActions {
+			q.API[action] = chaosQuota(in.Rate(load.StepFunctionsThrottle))
+		}
+		cfg.StepFunctionsQuotas = &q
+	}
+}
+
+// chaosThrottledActions are the Step Functions actions the chaos throttles: the api's start
+// and the webhook's answers to the waiting task.
+var chaosThrottledActions = []string{"StartExecution", "SendTaskSuccess", "SendTaskFailure"}
+
+// chaosQuota is a bucket small enough that a sale's bursts overflow it: four calls, refilled
+// at two per second of stack time at rate 0, down to a tenth of one at rate 1.
+func chaosQuota(rate float64) throttle.Limit {
+	return throttle.Limit{Size: 4, RefillPerSecond: 2 * max(0.05, 1-rate)}
+}
+
+// sfnThrottles sums what the engine throttled of the chaos's actions.
+func (st *Stack) sfnThrottles() int64 {
+	var n int64
+	counts := st.StepFunctionsThrottles()
+	for _, action := range chaosThrottledActions {
+		n += counts[action]
+	}
+	return n
+}
+
+func (b *chaosBinding) dynamoDBFault(op string, params any) error {
+	in := b.injector
+	if in.Strike(load.DynamoDBThrottle) {
+		if in.Draw() < 0.5 {
+			return &ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("The level of configured provisioned throughput for the table was exceeded (injected).")}
+		}
+		return &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate of requests exceeds the allowed throughput (injected)."}
+	}
+	if in.Strike(load.DynamoDBInternalError) {
+		return &ddbtypes.InternalServerError{Message: aws.String("Internal server error (injected before the write).")}
+	}
+	st := b.stack.Load()
+	if st == nil || !isDynamoDBWrite(op) || !in.On(load.DynamoDBResponseLost) {
+		return nil
+	}
+	if !in.Allow(load.DynamoDBResponseLost) || in.Draw() >= b.rate(load.DynamoDBResponseLost) {
+		return nil
+	}
+	if err := commitAsIs(st, op, params); err != nil {
+		// The first attempt did not commit (its condition failed, say): nothing was lost.
+		return nil
+	}
+	in.Count(load.DynamoDBResponseLost)
+	if in.Draw() < 0.5 {
+		return nil // the SDK's retry of the same request goes on to the table
+	}
+	return &ddbtypes.InternalServerError{Message: aws.String("Internal server error (injected: the write committed, its response was lost and the retries ran out).")}
+}
+
+func (b *chaosBinding) rate(c load.FaultClass) float64 { return b.injector.Rate(c) }
+
+func isDynamoDBWrite(op string) bool {
+	switch op {
+	case "TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem":
+		return true
+	}
+	return false
+}
+
+// commitAsIs sends a function's write with the stack's own client: the first attempt of a
+// request whose response is then lost.
+func commitAsIs(st *Stack, op string, params any) error {
+	ctx, cancel := context.WithTimeout(st.ctx, 10*time.Second)
+	defer cancel()
+	var err error
+	switch in := params.(type) {
+	case *dynamodb.TransactWriteItemsInput:
+		_, err = st.DynamoDB.TransactWriteItems(ctx, in)
+	case *dynamodb.PutItemInput:
+		_, err = st.DynamoDB.PutItem(ctx, in)
+	case *dynamodb.UpdateItemInput:
+		_, err = st.DynamoDB.UpdateItem(ctx, in)
+	case *dynamodb.DeleteItemInput:
+		_, err = st.DynamoDB.DeleteItem(ctx, in)
+	default:
+		err = fmt.Errorf("stack: %s input %T is not a write", op, params)
+	}
+	return err
+}
+
+// chaosTick is how often, in wall time, the chaos loop arms Lambda and provider faults.
+const chaosTick = 250 * time.Millisecond
+
+// runChaos arms the Lambda and provider fault classes while a sale runs, until stop is
+// closed. Each tick it counts the saga invocations since the last one and arms, for each, a
+// fault with the class's rate: so a rate is per invocation, as the DynamoDB ones are per
+// call, and a fault hits an invocation within a tick of the one it was drawn for. A fault
+// counts as injected when it hits (lambdahost.Failure.OnInjected, stripesim.Fault.OnInjected);
+// an outage of the provider counts once per window.
+func (st *Stack) runChaos(in *load.Injector, stop <-chan struct{}) {
+	last := map[string]int64{}
+	for _, fn := range SagaFunctions {
+		last[fn] = st.Lambdas.Stats(fn).Invocations
+	}
+	lambdaFaults := []struct {
+		class  load.FaultClass
+		after  bool
+		failed func() lambdahost.Failure
+	}{
+		{load.LambdaFailBefore, false, lambdahost.ServiceException},
+		{load.LambdaFailAfter, true, lambdahost.Crash},
+		{load.LambdaTimeout, true, func() lambdahost.Failure { return lambdahost.Timeout(st.lambdaTimeout()) }},
+		// A cold start whose init phase runs out of time: Lambda answers Sandbox.Timedout and
+		// the handler never ran.
+		{load.LambdaColdStart, false, func() lambdahost.Failure {
+			f := lambdahost.Timeout(10 * time.Second)
+			f.Message = "INIT_REPORT Init Duration: 10000.00 ms Phase: init Status: timeout (injected)"
+			return f
+		}},
+	}
+	providerEndpoints := []stripesim.Endpoint{stripesim.EndpointConfirmIntent, stripesim.EndpointCaptureIntent,
+		stripesim.EndpointCancelIntent, stripesim.EndpointRetrieveIntent, stripesim.EndpointCreateRefund}
+	var downUntil, webhookWindowEnds time.Time
+	webhookFaults := []struct {
+		class  load.FaultClass
+		mutate func(c *stripesim.WebhookConfig)
+	}{
+		{load.WebhookDelayed, func(c *stripesim.WebhookConfig) {
+			c.Delay += time.Duration((1 + 2*in.Draw()) * float64(time.Minute))
+		}},
+		// Port 1 on loopback refuses the connection; one attempt, so the event is lost.
+		{load.WebhookNotDelivered, func(c *stripesim.WebhookConfig) { c.URL, c.MaxAttempts = "http://127.0.0.1:1/webhooks/stripe", 1 }},
+		{load.WebhookRotatedSecret, func(c *stripesim.WebhookConfig) { c.Secret = "whsec_rotated_by_chaos" }},
+	}
+	defer func() {
+		if !webhookWindowEnds.IsZero() {
+			st.Payments.SetWebhook(st.webhookConfig())
+		}
+	}()
+	ticker := time.NewTicker(chaosTick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-st.ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		var providerCalls int64
+		for _, fn := range SagaFunctions {
+			now := st.Lambdas.Stats(fn).Invocations
+			n := now - last[fn]
+			last[fn] = now
+			if fn != FnClaim && fn != FnConfirm {
+				providerCalls += n // the steps that call the provider
+			}
+			for range n {
+				for _, lf := range lambdaFaults {
+					if !in.Allow(lf.class) || in.Draw() >= in.Rate(lf.class) {
+						continue
+					}
+					f := lf.failed()
+					class := lf.class
+					f.OnInjected = func() { in.Count(class) }
+					var err error
+					if lf.after {
+						err = st.Lambdas.FailAfter(fn, 1, f)
+					} else {
+						err = st.Lambdas.FailBefore(fn, 1, f)
+					}
+					if err != nil {
+						st.log.Warn("stack: arm a Lambda fault", "function", fn, "error", err.Error())
+					}
+				}
+			}
+		}
+		for range providerCalls {
+			ep := providerEndpoints[int(in.Draw()*float64(len(providerEndpoints)))]
+			if in.Allow(load.ProviderFailBefore) && in.Draw() < in.Rate(load.ProviderFailBefore) {
+				st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultFailBeforeActing, OnInjected: func() { in.Count(load.ProviderFailBefore) }})
+			}
+			if ep == stripesim.EndpointConfirmIntent || ep == stripesim.EndpointCaptureIntent {
+				if in.Allow(load.ProviderLoseResponse) && in.Draw() < in.Rate(load.ProviderLoseResponse) {
+					st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultLoseResponse, OnInjected: func() { in.Count(load.ProviderLoseResponse) }})
+				}
+			}
+			if in.Allow(load.ProviderSlow) && in.Draw() < in.Rate(load.ProviderSlow) {
+				// Slow, not lost: under the client's timeout, so the call succeeds late.
+				latency := time.Duration((0.2 + 0.6*in.Draw()) * float64(st.paymentsTimeout()))
+				st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultLatency, Latency: latency, OnInjected: func() { in.Count(load.ProviderSlow) }})
+			}
+		}
+		// A webhook window ends by restoring the endpoint's configuration; a new one opens
+		// only when none is open, so the windows never overlap.
+		if !webhookWindowEnds.IsZero() && time.Now().After(webhookWindowEnds) {
+			st.Payments.SetWebhook(st.webhookConfig())
+			webhookWindowEnds = time.Time{}
+		}
+		if providerCalls > 0 && webhookWindowEnds.IsZero() {
+			for _, wf := range webhookFaults {
+				if !in.Strike(wf.class) {
+					continue
+				}
+				cfg := st.webhookConfig()
+				wf.mutate(&cfg)
+				st.Payments.SetWebhook(cfg)
+				webhookWindowEnds = time.Now().Add(2 * time.Second)
+				st.log.Info("stack: chaos opens a webhook window", "class", string(wf.class))
+				break
+			}
+		}
+		// The provider goes down for a window of one to three minutes of stack time, drawn
+		// once per tick in which the saga called it, and never twice at once.
+		if providerCalls > 0 && time.Now().After(downUntil) && in.Strike(load.ProviderDown) {
+			window := time.Duration((1 + 2*in.Draw()) * float64(time.Minute) / st.clockScale())
+			downUntil = time.Now().Add(window)
+			for _, ep := range providerEndpoints {
+				st.Payments.FailUntil(ep, downUntil, nil)
+			}
+			st.log.Info("stack: chaos takes the provider down", "window", window.String())
+		}
+	}
+}
+
+// lambdaTimeout is every function's timeout (Config.LambdaTimeout or its default).
+func (st *Stack) lambdaTimeout() time.Duration {
+	if st.cfg.LambdaTimeout > 0 {
+		return st.cfg.LambdaTimeout
+	}
+	return 30 * time.Second
+}
+
+// paymentsTimeout is the Stripe client's HTTP timeout (Config.PaymentsTimeout or its default).
+func (st *Stack) paymentsTimeout() time.Duration {
+	if st.cfg.PaymentsTimeout > 0 {
+		return st.cfg.PaymentsTimeout
+	}
+	return stripeadapter.DefaultHTTPTimeout
+}
+
+// clockScale is how much faster the stack's clock runs than the wall clock, measured over one
+// second of each: 1 for the wall clock.
+func (st *Stack) clockScale() float64 {
+	if s, ok := st.Clock.(*clock.Scaled); ok && s.Factor() > 0 {
+		return s.Factor()
+	}
+	return 1
+}
+
+// saleSources are Sources with what only a sale's check reads: the provider's unsettled
+// refunds and the example consumer's side of the published events.
+func (st *Stack) saleSources() invariants.Sources {
+	src := st.Sources()
+	src.Ledger = refundLedger{sim: st.Payments}
+	if st.Bus != nil {
+		src.Consumer = invariants.ExampleConsumer{
+			Store:  invariants.DynamoDB{Client: st.DynamoDB, Names: st.Names},
+			Sender: st.Notifications,
+		}
+	}
+	return src
+}
+
+// refundLedger is the simulator's books with the refunds it has not settled, which
+// refund-settled judges.
+type refundLedger struct{ sim *stripesim.Sim }
+
+func (l refundLedger) Payments(ctx context.Context) ([]invariants.Payment, error) {
+	books := l.sim.Ledger()
+	out := make([]invariants.Payment, 0, len(books.Entries))
+	for _, e := range books.Entries {
+		out = append(out, invariants.Payment{
+			ReservationID: e.ReservationID, PaymentIntentID: e.PaymentIntentID, Status: e.Status,
+			Amount: e.Amount, Currency: e.Currency, Captured: e.Captured, Refunded: e.Refunded,
+			RefundsPending: e.RefundsPending, RefundsFailed: e.RefundsFailed,
+		})
+	}
+	return out, nil
+}
+
+// awaitConsumer waits, up to timeout of wall time, until the consumer's queue holds nothing.
+func (st *Stack) awaitConsumer(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for st.ConsumerPending() > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("stack: %d consumer events still queued after %s", st.ConsumerPending(), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -45,6 +45,12 @@ type Fault struct {
 	Times int
 	// Latency is the added delay for FaultLatency.
 	Latency time.Duration
+	// Until, when set, makes the fault hit every call (Times aside) until that wall time and
+	// then vanish: the provider down, or slow, for a window.
+	Until time.Time
+	// OnInjected, when set, is called each time the fault hits a call, so that a chaos run
+	// counts the faults that really hit, not the ones it armed.
+	OnInjected func()
 }
 
 type activeFault struct {
@@ -62,6 +68,12 @@ func (s *Sim) InjectFault(ep Endpoint, f Fault) {
 		n = 1
 	}
 	s.faults[ep] = append(s.faults[ep], &activeFault{Fault: f, remaining: n})
+}
+
+// FailUntil makes every call to ep fail with 500 before acting until the wall time until:
+// the provider down for a window. onInjected, when not nil, is called for each call it fails.
+func (s *Sim) FailUntil(ep Endpoint, until time.Time, onInjected func()) {
+	s.InjectFault(ep, Fault{Kind: FaultFailBeforeActing, Times: -1, Until: until, OnInjected: onInjected})
 }
 
 // FailNext makes the next n calls to ep fail with 500 before acting.
@@ -110,8 +122,15 @@ func (s *Sim) takeFaults(ep Endpoint) plannedFaults {
 	p := plannedFaults{latency: s.latency[ep]}
 	used := map[FaultKind]bool{}
 	kept := s.faults[ep][:0]
+	now := time.Now()
 	for _, f := range s.faults[ep] {
+		if !f.Until.IsZero() && !now.Before(f.Until) {
+			continue // the window is over
+		}
 		if !used[f.Kind] {
+			if f.OnInjected != nil {
+				f.OnInjected()
+			}
 			used[f.Kind] = true
 			switch f.Kind {
 			case FaultFailBeforeActing:
@@ -123,7 +142,7 @@ func (s *Sim) takeFaults(ep Endpoint) plannedFaults {
 					p.lose = f.Kind
 				}
 			}
-			if f.remaining > 0 {
+			if f.remaining > 0 && f.Until.IsZero() {
 				f.remaining--
 			}
 		}
