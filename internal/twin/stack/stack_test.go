@@ -286,6 +286,7 @@ func postReservation(ctx context.Context, t *testing.T, st *Stack, eventID, cust
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoints.API+"/events/"+eventID+"/reservations", bytes.NewReader([]byte(body)))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Idempotency-Key", eventID+"-"+customer)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
