@@ -304,6 +304,7 @@ func TestLoadedSaleWindowIsEnforcedByTheApi(t *testing.T) {
 		strings.NewReader(`{"seatIds":["W1"],"paymentMethod":"pm_card_visa"}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Idempotency-Key", "window-1")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -181,6 +181,7 @@ func New(scope constructs.Construct, id string, stackProps *awscdk.StackProps, p
 	s.Api = NewApi(st, "Api", ApiProps{
 		Settings: p.Api, Stage: p.Stage, Production: prod, LogRetention: logRetention, Functions: s.Functions,
 	})
+	NewWaf(st, "Waf", WafProps{Stage: s.Api.RestApi.DeploymentStage()})
 	s.Events = NewEvents(st, "Events", EventsProps{
 		Settings: p.Events, Outbox: s.Data.Table(tables.OutboxTable),
 		Relay: s.Functions.Get("relay"), Consumer: s.Functions.Get("consumer"), Production: prod,

@@ -287,6 +287,26 @@ func header(req events.APIGatewayProxyRequest, name string) (string, bool) {
 	return "", false
 }
 
+// headerValues returns every value of a header whatever its case: API Gateway's proxy event
+// carries all of them in MultiValueHeaders and only the last in Headers.
+func headerValues(req events.APIGatewayProxyRequest, name string) []string {
+	var out []string
+	for k, vs := range req.MultiValueHeaders {
+		if strings.EqualFold(k, name) {
+			out = append(out, vs...)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // ReservationStatus is the JSON a client sees for a reservation.
 type ReservationStatus struct {
 	ReservationID string `json:"reservationId"`

@@ -87,6 +87,7 @@ func postReq(sub, eventID, key, body string) events.APIGatewayProxyRequest {
 	if key != "" {
 		req.Headers["idempotency-key"] = key
 	}
+	req.Headers["content-type"] = "application/json"
 	return req
 }
 
@@ -121,6 +122,22 @@ func (r *rig) do(t *testing.T, req events.APIGatewayProxyRequest) events.APIGate
 	return resp
 }
 
+// withContentType replaces the request's Content-Type header with values (none: no header);
+// more than one value goes in MultiValueHeaders, as API Gateway passes a repeated header.
+func withContentType(values ...string) func(*events.APIGatewayProxyRequest) {
+	return func(req *events.APIGatewayProxyRequest) {
+		delete(req.Headers, "content-type")
+		switch len(values) {
+		case 0:
+		case 1:
+			req.Headers["Content-Type"] = values[0]
+		default:
+			req.Headers["Content-Type"] = values[len(values)-1]
+			req.MultiValueHeaders = map[string][]string{"Content-Type": values}
+		}
+	}
+}
+
 // TestCreateRefusesBadInput is internal/twin/e2e's TestAPIRefusesBadInputAndWritesNothing at
 // unit level: every bad request gets the right 4xx and code, and nothing is started.
 func TestCreateRefusesBadInput(t *testing.T) {
@@ -139,99 +156,121 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		setup      func(*rig)
 		wantStatus int
 		wantCode   string
+		// edit, when set, changes the request before it is sent.
+		edit func(*events.APIGatewayProxyRequest)
 	}{
-		{"no authenticated customer", "", "ev1", "k1", goodBody, nil, 401, "unauthorized"},
-		{"customer id with a hash", "a#b", "ev1", "k1", goodBody, nil, 401, "unauthorized"},
-		{"malformed event id", "alice", "ev 1", "k1", goodBody, nil, 400, "invalid_event_id"},
-		{"event id too long", "alice", strings.Repeat("e", 65), "k1", goodBody, nil, 400, "invalid_event_id"},
-		{"missing idempotency key", "alice", "ev1", "", goodBody, nil, 400, "missing_idempotency_key"},
-		{"oversized idempotency key", "alice", "ev1", strings.Repeat("k", 65), goodBody, nil, 400, "invalid_idempotency_key"},
-		{"idempotency key with a space", "alice", "ev1", "k 1", goodBody, nil, 400, "invalid_idempotency_key"},
-		{"idempotency key with a control byte", "alice", "ev1", "k\x01", goodBody, nil, 400, "invalid_idempotency_key"},
-		{"empty body", "alice", "ev1", "k1", "", nil, 400, "invalid_json"},
-		{"malformed json", "alice", "ev1", "k1", `{"seatIds":["A1"`, nil, 400, "invalid_json"},
-		{"not an object", "alice", "ev1", "k1", `["A1"]`, nil, 400, "invalid_json"},
-		{"two objects", "alice", "ev1", "k1", goodBody + goodBody, nil, 400, "invalid_json"},
-		{"unknown field", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm","discount":5}`, nil, 400, "unknown_field"},
-		{"customer id in the body", "alice", "ev1", "k1", `{"customerId":"bob","seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "unknown_field"},
-		{"wrong type", "alice", "ev1", "k1", `{"seatIds":"A1","amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_field"},
-		{"fractional amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1.5,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_field"},
-		{"no seats", "alice", "ev1", "k1", `{"seatIds":[],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "no_seats"},
-		{"seats missing", "alice", "ev1", "k1", `{"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "no_seats"},
-		{"too many seats", "alice", "ev1", "k1", seats(4), nil, 400, "too_many_seats"},
-		{"duplicate seat", "alice", "ev1", "k1", `{"seatIds":["A1","A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "duplicate_seat"},
-		{"seat id with a hash", "alice", "ev1", "k1", `{"seatIds":["A#1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_seat_id"},
-		{"empty seat id", "alice", "ev1", "k1", `{"seatIds":[""],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_seat_id"},
-		{"zero amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":0,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount"},
-		{"negative amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":-5,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount"},
-		{"huge amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":99999999999999,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount"},
-		{"bad currency", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"euro","paymentMethod":"pm"}`, nil, 400, "invalid_currency"},
-		{"missing payment method", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur"}`, nil, 400, "invalid_payment_method"},
-		{"body too large", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"` + strings.Repeat("p", MaxBodyBytes) + `"}`, nil, 413, "body_too_large"},
-		{"unknown event", "alice", "nope", "k1", goodBody, nil, 404, "event_not_found"},
-		{"unknown seat", "alice", "ev1", "k1", `{"seatIds":["A1","Z9"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "unknown_seat"},
+		{"no authenticated customer", "", "ev1", "k1", goodBody, nil, 401, "unauthorized", nil},
+		{"no content type", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType()},
+		{"empty content type", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType("")},
+		{"plain text body", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType("text/plain")},
+		{"form-encoded body", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType("application/x-www-form-urlencoded")},
+		{"json lookalike type", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType("application/jsonp")},
+		{"json in latin-1", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType("application/json; charset=iso-8859-1")},
+		{"json with another parameter", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType("application/json; profile=x")},
+		{"malformed content type", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType("application/json; charset")},
+		{"two content types", "alice", "ev1", "k1", goodBody, nil, 415, "unsupported_media_type", withContentType("application/json", "text/plain")},
+		{"seatIds key in another case", "alice", "ev1", "k1", `{"SeatIds":["A1"],"amount":2500,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "unknown_field", nil},
+		{"paymentMethod key in another case", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":2500,"currency":"eur","paymentmethod":"pm"}`, nil, 400, "unknown_field", nil},
+		{"key given twice", "alice", "ev1", "k1", `{"seatIds":["A1"],"seatIds":["A2"],"amount":2500,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_json", nil},
+		{"key given twice, once escaped", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":2500,"currency":"eur","paymentMethod":"pm","p\u0061ymentMethod":"pm_other"}`, nil, 400, "invalid_json", nil},
+		{"null body", "alice", "ev1", "k1", `null`, nil, 400, "invalid_json", nil},
+		{"currency with a Kelvin sign", "alice", "ev1", "k1", `{"seatIds":["A1"],"currency":"\u212Arw","paymentMethod":"pm"}`, nil, 400, "invalid_currency", nil},
+		{"currency with a dotted capital I", "alice", "ev1", "k1", `{"seatIds":["A1"],"currency":"\u0130nr","paymentMethod":"pm"}`, nil, 400, "invalid_currency", nil},
+		{"currency with a dotless i", "alice", "ev1", "k1", `{"seatIds":["A1"],"currency":"\u0131nr","paymentMethod":"pm"}`, nil, 400, "invalid_currency", nil},
+		{"event id with an undecoded escape", "alice", "%zz", "k1", goodBody, nil, 400, "invalid_event_id", nil},
+		{"event id with invalid UTF-8", "alice", "ev\xff", "k1", goodBody, nil, 400, "invalid_event_id", nil},
+		{"idempotency key with a non-ASCII byte", "alice", "ev1", "k\x80", goodBody, nil, 400, "invalid_idempotency_key", nil},
+		{"customer id with a hash", "a#b", "ev1", "k1", goodBody, nil, 401, "unauthorized", nil},
+		{"malformed event id", "alice", "ev 1", "k1", goodBody, nil, 400, "invalid_event_id", nil},
+		{"event id too long", "alice", strings.Repeat("e", 65), "k1", goodBody, nil, 400, "invalid_event_id", nil},
+		{"missing idempotency key", "alice", "ev1", "", goodBody, nil, 400, "missing_idempotency_key", nil},
+		{"oversized idempotency key", "alice", "ev1", strings.Repeat("k", 65), goodBody, nil, 400, "invalid_idempotency_key", nil},
+		{"idempotency key with a space", "alice", "ev1", "k 1", goodBody, nil, 400, "invalid_idempotency_key", nil},
+		{"idempotency key with a control byte", "alice", "ev1", "k\x01", goodBody, nil, 400, "invalid_idempotency_key", nil},
+		{"empty body", "alice", "ev1", "k1", "", nil, 400, "invalid_json", nil},
+		{"malformed json", "alice", "ev1", "k1", `{"seatIds":["A1"`, nil, 400, "invalid_json", nil},
+		{"not an object", "alice", "ev1", "k1", `["A1"]`, nil, 400, "invalid_json", nil},
+		{"two objects", "alice", "ev1", "k1", goodBody + goodBody, nil, 400, "invalid_json", nil},
+		{"unknown field", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm","discount":5}`, nil, 400, "unknown_field", nil},
+		{"customer id in the body", "alice", "ev1", "k1", `{"customerId":"bob","seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "unknown_field", nil},
+		{"wrong type", "alice", "ev1", "k1", `{"seatIds":"A1","amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_field", nil},
+		{"fractional amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1.5,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_field", nil},
+		{"no seats", "alice", "ev1", "k1", `{"seatIds":[],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "no_seats", nil},
+		{"seats missing", "alice", "ev1", "k1", `{"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "no_seats", nil},
+		{"too many seats", "alice", "ev1", "k1", seats(4), nil, 400, "too_many_seats", nil},
+		{"duplicate seat", "alice", "ev1", "k1", `{"seatIds":["A1","A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "duplicate_seat", nil},
+		{"seat id with a hash", "alice", "ev1", "k1", `{"seatIds":["A#1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_seat_id", nil},
+		{"empty seat id", "alice", "ev1", "k1", `{"seatIds":[""],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_seat_id", nil},
+		{"zero amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":0,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount", nil},
+		{"negative amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":-5,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount", nil},
+		{"huge amount", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":99999999999999,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "invalid_amount", nil},
+		{"bad currency", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"euro","paymentMethod":"pm"}`, nil, 400, "invalid_currency", nil},
+		{"missing payment method", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur"}`, nil, 400, "invalid_payment_method", nil},
+		{"body too large", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"` + strings.Repeat("p", MaxBodyBytes) + `"}`, nil, 413, "body_too_large", nil},
+		{"unknown event", "alice", "nope", "k1", goodBody, nil, 404, "event_not_found", nil},
+		{"unknown seat", "alice", "ev1", "k1", `{"seatIds":["A1","Z9"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 400, "unknown_seat", nil},
 		{"seat taken", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.cat.seats["ev1#A2"] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: "A2", State: reservation.Confirmed, ReservationID: "r_other",
 				PriceMinor: 2500, Currency: "EUR"}}
-		}, 409, "seats_unavailable"},
+		}, 409, "seats_unavailable", nil},
 		{"seat held by a live hold", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.cat.seats["ev1#A1"] = CatalogSeat{Seat: reservation.Seat{EventID: "ev1", SeatID: "A1", State: reservation.Held, ReservationID: "r_other", HoldExpiresAt: testNow.Add(time.Minute),
 				PriceMinor: 2500, Currency: "EUR"}}
-		}, 409, "seats_unavailable"},
+		}, 409, "seats_unavailable", nil},
 		{"not on sale yet", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			cs := r.cat.seats["ev1#A1"]
 			cs.OnSaleFrom = testNow.Add(time.Hour)
 			r.cat.seats["ev1#A1"] = cs
-		}, 409, "not_on_sale"},
+		}, 409, "not_on_sale", nil},
 		{"sale over", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			cs := r.cat.seats["ev1#A2"]
 			cs.OnSaleUntil = testNow
 			r.cat.seats["ev1#A2"] = cs
-		}, 409, "not_on_sale"},
+		}, 409, "not_on_sale", nil},
 		{"seat price went up", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			cs := r.cat.seats["ev1#A2"]
 			cs.Seat.PriceMinor = 3000
 			r.cat.seats["ev1#A2"] = cs
-		}, 409, "price_changed"},
-		{"amount below the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 409, "price_changed"},
-		{"amount without currency below the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":2499,"paymentMethod":"pm"}`, nil, 409, "price_changed"},
-		{"currency differs from the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"amount":5000,"currency":"usd","paymentMethod":"pm"}`, nil, 409, "price_changed"},
-		{"currency alone differs", "alice", "ev1", "k1", `{"seatIds":["A1"],"currency":"usd","paymentMethod":"pm"}`, nil, 409, "price_changed"},
+		}, 409, "price_changed", nil},
+		{"amount below the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":1,"currency":"eur","paymentMethod":"pm"}`, nil, 409, "price_changed", nil},
+		{"amount without currency below the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1"],"amount":2499,"paymentMethod":"pm"}`, nil, 409, "price_changed", nil},
+		{"currency differs from the seat prices", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"amount":5000,"currency":"usd","paymentMethod":"pm"}`, nil, 409, "price_changed", nil},
+		{"currency alone differs", "alice", "ev1", "k1", `{"seatIds":["A1"],"currency":"usd","paymentMethod":"pm"}`, nil, 409, "price_changed", nil},
 		{"seat without a price", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"paymentMethod":"pm"}`, func(r *rig) {
 			cs := r.cat.seats["ev1#A2"]
 			cs.Seat.PriceMinor, cs.Seat.Currency = 0, ""
 			r.cat.seats["ev1#A2"] = cs
-		}, 409, "seat_not_priced"},
+		}, 409, "seat_not_priced", nil},
 		{"seat with a price but no currency", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			cs := r.cat.seats["ev1#A1"]
 			cs.Seat.Currency = ""
 			r.cat.seats["ev1#A1"] = cs
-		}, 409, "seat_not_priced"},
+		}, 409, "seat_not_priced", nil},
 		{"seats in two currencies", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"paymentMethod":"pm"}`, func(r *rig) {
 			cs := r.cat.seats["ev1#A2"]
 			cs.Seat.Currency = "USD"
 			r.cat.seats["ev1#A2"] = cs
-		}, 422, "mixed_currency"},
+		}, 422, "mixed_currency", nil},
 		{"seats cost more than one reservation may charge", "alice", "ev1", "k1", `{"seatIds":["A1","A2"],"paymentMethod":"pm"}`, func(r *rig) {
 			for _, s := range []string{"A1", "A2"} {
 				cs := r.cat.seats["ev1#"+s]
 				cs.Seat.PriceMinor = MaxAmount
 				r.cat.seats["ev1#"+s] = cs
 			}
-		}, 422, "amount_too_large"},
-		{"catalog unavailable", "alice", "ev1", "k1", goodBody, func(r *rig) { r.cat.err = fmt.Errorf("read: %w", errBoom) }, 500, "internal"},
+		}, 422, "amount_too_large", nil},
+		{"catalog unavailable", "alice", "ev1", "k1", goodBody, func(r *rig) { r.cat.err = fmt.Errorf("read: %w", errBoom) }, 500, "internal", nil},
 		{"catalog throttled", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.cat.err = fmt.Errorf("read: %w", &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"})
-		}, 429, "throttled"},
+		}, 429, "throttled", nil},
 		{"catalog unreachable", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.cat.err = fmt.Errorf("read: %w", &smithy.GenericAPIError{Code: "InternalServerError"})
-		}, 503, "unavailable"},
+		}, 503, "unavailable", nil},
 		{"gate unavailable", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.gate.err = fmt.Errorf("admit: %w", errBoom)
-		}, 500, "internal"},
+		}, 500, "internal", nil},
 		{"seat leased to another buyer", "alice", "ev1", "k1", goodBody, func(r *rig) {
 			r.gate.leases[reservation.SeatKey("ev1", "A2")] = lease{by: "r_other", until: testNow.Add(time.Second)}
-		}, 409, "seats_unavailable"},
+		}, 409, "seats_unavailable", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,7 +278,11 @@ func TestCreateRefusesBadInput(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(r)
 			}
-			resp := r.do(t, postReq(tc.sub, tc.event, tc.key, tc.body))
+			req := postReq(tc.sub, tc.event, tc.key, tc.body)
+			if tc.edit != nil {
+				tc.edit(&req)
+			}
+			resp := r.do(t, req)
 			e := decode[Error](t, resp)
 			if resp.StatusCode != tc.wantStatus || e.Code != tc.wantCode {
 				t.Fatalf("got %d %s (%s), want %d %s", resp.StatusCode, e.Code, e.Message, tc.wantStatus, tc.wantCode)
@@ -733,21 +776,80 @@ func TestReservationID(t *testing.T) {
 	}
 }
 
+// rendered is a request as JSON, so that two requests compare by value (Amount is a pointer).
+func rendered(req CreateRequest) string {
+	b, _ := json.Marshal(req)
+	return string(b)
+}
+
 func FuzzDecodeCreateRequest(f *testing.F) {
 	f.Add(goodBody)
 	f.Add(`{"seatIds":["A1","A1"]}`)
 	f.Add(`{}`)
+	f.Add(`{"SeatIds":["A1"],"paymentMethod":"pm"}`)
+	f.Add(`{"seatIds":["A1"],"seatIds":["A2"],"paymentMethod":"pm"}`)
+	f.Add(`{"seatIds":["A1"],"currency":"\u212Arw","paymentMethod":"pm"}`)
+	f.Add(`{"seatIds":["A1"],"amount":1e3,"paymentMethod":"pm"}`)
+	f.Add(`{"seatIds":["A1"],"paymentMethod":"pm"} `)
 	f.Fuzz(func(t *testing.T, body string) {
 		req, e := DecodeCreateRequest(body, false, 5)
+		// The same bytes sent base64-encoded (as API Gateway passes a body that is not UTF-8)
+		// must be judged the same way.
+		req64, e64 := DecodeCreateRequest(base64.StdEncoding.EncodeToString([]byte(body)), true, 5)
+		if (e == nil) != (e64 == nil) || e != nil && e.Code != e64.Code {
+			t.Fatalf("plain %v, base64 %v", e, e64)
+		}
 		if e != nil {
-			if e.Status < 400 || e.Status > 499 || e.Code == "" {
+			if e.Status != 400 && e.Status != 413 || e.Code == "" || e.Message == "" {
 				t.Fatalf("bad error %+v", e)
 			}
 			return
 		}
-		if len(req.SeatIDs) == 0 || len(req.SeatIDs) > 5 || req.Amount != nil && *req.Amount <= 0 ||
-			req.Currency != "" && len(req.Currency) != 3 || req.PaymentMethod == "" {
+		if rendered(req) != rendered(req64) {
+			t.Fatalf("plain %+v, base64 %+v", req, req64)
+		}
+		if len(req.SeatIDs) == 0 || len(req.SeatIDs) > 5 || req.Amount != nil && (*req.Amount <= 0 || *req.Amount > MaxAmount) ||
+			req.Currency != "" && (len(req.Currency) != 3 || strings.Trim(req.Currency, "abcdefghijklmnopqrstuvwxyz") != "") ||
+			req.PaymentMethod == "" || !printable(req.PaymentMethod) {
 			t.Fatalf("accepted invalid request %+v", req)
+		}
+		seen := map[string]bool{}
+		for _, s := range req.SeatIDs {
+			if !validID(s) || seen[s] {
+				t.Fatalf("accepted seat ids %q", req.SeatIDs)
+			}
+			seen[s] = true
+		}
+		// Every key of an accepted body is a field name spelled exactly, and none twice.
+		dec := json.NewDecoder(strings.NewReader(body))
+		if _, err := dec.Token(); err != nil {
+			t.Fatal(err)
+		}
+		keys := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := tok.(string)
+			if !createFields[k] || keys[k] {
+				t.Fatalf("accepted key %q in %q", k, body)
+			}
+			keys[k] = true
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// What was accepted, encoded again, decodes to itself: normalization is idempotent
+		// and the request hash cannot depend on how the client spelled the body.
+		again, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, e := DecodeCreateRequest(string(again), false, 5)
+		if e != nil || rendered(back) != rendered(req) || RequestHash("c", "ev", back) != RequestHash("c", "ev", req) {
+			t.Fatalf("re-encoded %s: %+v, %v; want %+v", again, back, e, req)
 		}
 	})
 }

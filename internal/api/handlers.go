@@ -38,6 +38,9 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	if e := ValidateIdempotencyKey(key); e != nil {
 		return events.APIGatewayProxyResponse{}, e
 	}
+	if e := ValidateContentType(headerValues(req, "Content-Type")); e != nil {
+		return events.APIGatewayProxyResponse{}, e
+	}
 	body, e := DecodeCreateRequest(req.Body, req.IsBase64Encoded, h.d.MaxSeats)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, e
@@ -93,6 +96,7 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 		RequestHash:    hash,
 		PaymentMethod:  body.PaymentMethod,
 		CorrelationID:  correlationID,
+		SlotKey:        slotKey(customer, gate.HoldSlot),
 	})
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "encode execution input", err, "reservationId", id)
@@ -435,4 +439,12 @@ func keys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// slotKey names the hold slot the gate gave the customer's reservation; "" without a cap.
+func slotKey(customerID string, slot int) string {
+	if slot < 0 {
+		return ""
+	}
+	return reservation.HoldSlotKey(customerID, slot)
 }

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
 	"slices"
 	"strings"
 )
@@ -112,6 +114,33 @@ func ValidateEventID(id string) *Error {
 	return nil
 }
 
+// ValidateContentType checks a create request's Content-Type header values: the body must be
+// declared application/json, with no parameter but an optional charset=utf-8 (JSON is UTF-8,
+// RFC 8259). A request that declares another type, or none, is refused before its body is
+// read: API Gateway validates a body against the model of its declared type only, so a body
+// under another type would arrive unchecked.
+func ValidateContentType(values []string) *Error {
+	refuse := func(msg string) *Error {
+		return &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Message: msg}
+	}
+	switch {
+	case len(values) == 0 || strings.TrimSpace(values[0]) == "":
+		return refuse("the Content-Type header is required and must be application/json")
+	case len(values) > 1:
+		return refuse("the request must carry one Content-Type header, application/json")
+	}
+	media, params, err := mime.ParseMediaType(values[0])
+	if err != nil || media != "application/json" {
+		return refuse("the body must be sent as application/json")
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return refuse("application/json takes no parameter but charset=utf-8")
+		}
+	}
+	return nil
+}
+
 // DecodeCreateRequest parses and validates a create request body. maxSeats is the most seats
 // one reservation may hold (config MaxSeats). The returned request is normalised: currency, when
 // stated, in lower case.
@@ -129,6 +158,9 @@ func DecodeCreateRequest(body string, base64Encoded bool, maxSeats int) (CreateR
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return CreateRequest{}, badRequest("invalid_json", "the body must be a JSON object")
+	}
+	if e := checkKeys(raw); e != nil {
+		return CreateRequest{}, e
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -166,14 +198,56 @@ func validateCreate(req *CreateRequest, maxSeats int) *Error {
 		return badRequest("invalid_amount", fmt.Sprintf("amount, when stated, must be a whole number of minor units from 1 to %d", MaxAmount))
 	}
 	if req.Currency != "" {
-		cur := strings.ToLower(req.Currency)
-		if len(cur) != 3 || strings.Trim(cur, "abcdefghijklmnopqrstuvwxyz") != "" {
+		// The letters are checked before any case folding: Unicode folding maps a few other
+		// characters onto ASCII letters (the Kelvin sign onto "k"), which would turn a code
+		// nobody can send to Stripe into one that passes.
+		if len(req.Currency) != 3 || strings.Trim(req.Currency, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
 			return badRequest("invalid_currency", "currency, when stated, must be a three-letter ISO 4217 code")
 		}
-		req.Currency = cur
+		req.Currency = strings.ToLower(req.Currency)
 	}
 	if req.PaymentMethod == "" || len(req.PaymentMethod) > MaxPaymentMethodLen || !printable(req.PaymentMethod) {
 		return badRequest("invalid_payment_method", fmt.Sprintf("paymentMethod must be 1 to %d printable characters without spaces", MaxPaymentMethodLen))
+	}
+	return nil
+}
+
+// createFields are the keys a create request may carry, spelled exactly: encoding/json would
+// match "SeatIds" or "SEATIDS" to seatIds, and take the last of a key given twice, so a body
+// could mean one thing to this decoder and another to API Gateway's model validation or to
+// any other reader of the same bytes.
+var createFields = map[string]bool{"seatIds": true, "amount": true, "currency": true, "paymentMethod": true}
+
+// checkKeys walks the top-level object of raw and refuses a key that is not one of
+// createFields exactly, and a key given twice. Syntax errors are reported as the decoder
+// reports them.
+func checkKeys(raw []byte) *Error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonError(err)
+	}
+	if tok != json.Delim('{') {
+		return badRequest("invalid_json", "the body must be a JSON object")
+	}
+	seen := make(map[string]bool, len(createFields))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return jsonError(err)
+		}
+		key, _ := tok.(string)
+		switch {
+		case !createFields[key]:
+			return badRequest("unknown_field", fmt.Sprintf("field %q is not accepted (field names are case-sensitive)", key))
+		case seen[key]:
+			return badRequest("invalid_json", fmt.Sprintf("field %q is given twice", key))
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return jsonError(err)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,12 @@
 // Lambda host, so every request is counted and faulted like any other invocation. A stage
 // given a throttle (Options.Throttle, its rate and burst) answers the requests past it 429,
 // as API Gateway does, without invoking anything.
+//
+// Bad input is refused at the edge in the API's JSON error shape ({code, message}): a body over
+// API Gateway's 10 MB, or a request whose proxy event would exceed Lambda's 6 MB invocation
+// payload (what bites first for a Lambda proxy integration), is a 413 before any invocation; a
+// request line or header net/http cannot parse (an invalid percent-escape, a control byte) is a
+// 400. See edge.go.
 package apigateway
 
 import (
@@ -30,7 +36,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
-	"github.com/seatsaga/seatsaga/internal/twin/serve"
 	"github.com/seatsaga/seatsaga/internal/twin/throttle"
 )
 
@@ -68,7 +73,8 @@ type Options struct {
 	Stage string
 	// Timeout is API Gateway's integration timeout (default 29 s).
 	Timeout time.Duration
-	// MaxBodyBytes bounds request bodies (API Gateway: 10 MB).
+	// MaxBodyBytes bounds request bodies (default GatewayBodyLimit, API Gateway's 10 MB). The
+	// proxy event built from a request is bounded too, by LambdaPayloadLimit, whatever this is.
 	MaxBodyBytes int64
 	Logger       *slog.Logger
 	// Observer, when set, is told about every request answered, whether or not a route
@@ -104,7 +110,7 @@ type Server struct {
 	// bucket is Options.Throttle's; nil when the stage is not throttled.
 	bucket *throttle.Bucket
 
-	server serve.Server
+	server server
 }
 
 // New returns a Server for opts.
@@ -116,9 +122,9 @@ func New(opts Options) *Server {
 		opts.Timeout = 29 * time.Second
 	}
 	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 10 << 20
+		opts.MaxBodyBytes = GatewayBodyLimit
 	}
-	s := &Server{opts: opts, log: opts.Logger, apiID: randomHex(5), server: serve.Server{Name: "apigateway"}}
+	s := &Server{opts: opts, log: opts.Logger, apiID: randomHex(5)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -129,10 +135,10 @@ func New(opts Options) *Server {
 }
 
 // Start listens on addr (e.g. 127.0.0.1:0) and returns the base URL.
-func (s *Server) Start(addr string) (string, error) { return s.server.Start(addr, s) }
+func (s *Server) Start(addr string) (string, error) { return s.server.start(addr, s) }
 
 // Close stops the server, waiting at most a few seconds for requests in flight.
-func (s *Server) Close() error { return s.server.Close() }
+func (s *Server) Close() error { return s.server.close() }
 
 // match finds the route for method and path and extracts the path parameters.
 func (s *Server) match(method, path string) (Route, map[string]string, bool) {
@@ -249,19 +255,32 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, start time.Time) 
 		}
 		authorizer = claims.AuthorizerContext()
 	}
+	bodyTooLarge := fmt.Sprintf("the request body must be at most %d bytes", s.opts.MaxBodyBytes)
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		// Refused from its declared length, before a byte of it is read.
+		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, bodyTooLarge)
+		return route.Resource
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxBodyBytes+1))
 	if err != nil {
-		writeMessage(w, http.StatusBadRequest, "Could not read request body")
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "the request body could not be read")
 		return route.Resource
 	}
 	if int64(len(body)) > s.opts.MaxBodyBytes {
-		writeMessage(w, http.StatusRequestEntityTooLarge, "Request Too Long")
+		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, bodyTooLarge)
 		return route.Resource
 	}
 	ev := s.event(r, route, params, authorizer, body, requestID, start)
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		writeMessage(w, http.StatusInternalServerError, "Internal server error")
+		return route.Resource
+	}
+	if tooLarge(len(payload)) {
+		s.log.Info("apigateway: proxy event over Lambda's payload limit", "requestId", requestID, "route", route.Method+" "+route.Resource,
+			"bodyBytes", len(body), "eventBytes", len(payload))
+		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+			fmt.Sprintf("the request is too large for its function: with its headers it must stay under %d bytes (Lambda's invocation payload limit)", LambdaPayloadLimit))
 		return route.Resource
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.Timeout)
@@ -402,6 +421,8 @@ func errorType(status int) string {
 		return "IntegrationTimeout"
 	case http.StatusTooManyRequests:
 		return "TooManyRequestsException"
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestHeaderFieldsTooLarge:
+		return "BadRequestException"
 	}
 	return "InternalServerErrorException"
 }

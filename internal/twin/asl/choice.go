@@ -61,8 +61,11 @@ func (p *parser) rule(item any, loc string, top bool) *ChoiceRule {
 	r := &ChoiceRule{}
 	if next, has := m["Next"]; has {
 		r.Next, _ = next.(string)
-		if !top {
+		switch {
+		case !top:
 			p.add("SCHEMA_VALIDATION_FAILED", loc+"/Next", "nested choice rules cannot have Next")
+		case r.Next == "":
+			p.add("SCHEMA_VALIDATION_FAILED", loc+"/Next", "Next must name a state")
 		}
 	} else if top {
 		p.add("MISSING_TRANSITION_TARGET", loc, "top-level choice rule needs Next")

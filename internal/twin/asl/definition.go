@@ -143,7 +143,7 @@ func (p *parser) add(code, loc, format string, args ...any) {
 
 // Parse parses and validates an ASL definition (JSONPath query language).
 func Parse(definition []byte) (*StateMachine, error) {
-	raw, err := oj.Parse(definition)
+	raw, err := ojParse(definition)
 	if err != nil {
 		return nil, &ValidationError{Problems: []Problem{{Code: "INVALID_JSON_DESCRIPTION", Location: "/", Message: fmt.Sprintf("the definition is not valid JSON: %v", err)}}}
 	}
@@ -693,10 +693,16 @@ func MarshalData(v any) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// ParseData parses JSON into the generic form the interpreter uses.
-func ParseData(b []byte) (any, error) {
-	if len(strings.TrimSpace(string(b))) == 0 {
-		return map[string]any{}, nil
-	}
+// ParseData parses JSON into the generic form the interpreter uses; empty input is {}.
+func ParseData(b []byte) (any, error) { return parseData(b) }
+
+// ojParse is oj.Parse, with the panics some malformed inputs cause inside ojg (a nil map
+// assignment on e.g. `{"":{"":},"":""0`) turned into the parse error they are.
+func ojParse(b []byte) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("malformed JSON: %v", r)
+		}
+	}()
 	return oj.Parse(b)
 }

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
-
-	"github.com/ohler55/ojg/oj"
 )
 
 // The interpreter renders state data as JSON several times per state transition (history
@@ -230,7 +228,7 @@ func parseData(b []byte) (any, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return map[string]any{}, nil
 	}
-	return oj.Parse(b)
+	return ojParse(b)
 }
 
 // plainParser reads the subset of JSON that parsePlainJSON accepts. Its methods report ok
