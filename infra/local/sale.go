@@ -160,23 +160,22 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 
 func parseMix(s string) (load.Mix, error) {
 	mix := load.Mix{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, w, ok := strings.Cut(part, "=")
+	err := load.EachSetting(s, func(part, name, w string, ok bool) error {
 		if !ok {
-			return nil, fmt.Errorf("-mix: %q is not name=weight", part)
+			return fmt.Errorf("-mix: %q is not name=weight", part)
 		}
 		weight, err := strconv.ParseFloat(w, 64)
 		if err != nil || weight < 0 {
-			return nil, fmt.Errorf("-mix: bad weight in %q", part)
+			return fmt.Errorf("-mix: bad weight in %q", part)
 		}
 		if _, known := load.PaymentMethods[load.Behaviour(name)]; !known {
-			return nil, fmt.Errorf("-mix: unknown behaviour %q (pays, declines, 3ds-late, 3ds-never, late-auth)", name)
+			return fmt.Errorf("-mix: unknown behaviour %q (pays, declines, 3ds-late, 3ds-never, late-auth)", name)
 		}
 		mix[load.Behaviour(name)] = weight
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(mix) == 0 {
 		return nil, fmt.Errorf("-mix is empty")

@@ -3,6 +3,7 @@ package load
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,48 +78,57 @@ type Chaos map[FaultClass]FaultRate
 // "all=rate[/cap]" sets every class first; later entries override it.
 func ParseChaos(s string) (Chaos, error) {
 	out := Chaos{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(part, "=")
+	err := EachSetting(s, func(part, name, value string, ok bool) error {
 		if !ok {
-			return nil, fmt.Errorf("load: fault %q is not class=rate[/cap]", part)
+			return fmt.Errorf("load: fault %q is not class=rate[/cap]", part)
 		}
 		rateText, capText, hasCap := strings.Cut(value, "/")
 		rate, err := strconv.ParseFloat(rateText, 64)
 		if err != nil || rate < 0 || rate > 1 {
-			return nil, fmt.Errorf("load: fault %q: the rate must be a number from 0 to 1", part)
+			return fmt.Errorf("load: fault %q: the rate must be a number from 0 to 1", part)
 		}
 		r := FaultRate{Rate: rate}
 		if hasCap {
 			if r.Cap, err = strconv.Atoi(capText); err != nil || r.Cap < 0 {
-				return nil, fmt.Errorf("load: fault %q: the cap must be a whole number, 0 for none", part)
+				return fmt.Errorf("load: fault %q: the cap must be a whole number, 0 for none", part)
 			}
 		}
 		if name == "all" {
 			for _, c := range FaultClasses {
 				out[c] = r
 			}
-			continue
+			return nil
 		}
 		if !knownClass(FaultClass(name)) {
-			return nil, fmt.Errorf("load: unknown fault class %q (want all or one of %s)", name, classNames())
+			return fmt.Errorf("load: unknown fault class %q (want all or one of %s)", name, classNames())
 		}
 		out[FaultClass(name)] = r
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func knownClass(c FaultClass) bool {
-	for _, x := range FaultClasses {
-		if x == c {
-			return true
+// EachSetting calls fn for each part of a comma-separated "name=value" list, empty parts
+// skipped, with the part split at its first '=' (ok false when it has none); the first error
+// fn returns ends the walk.
+func EachSetting(s string, fn func(part, name, value string, ok bool) error) error {
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		if err := fn(part, name, value, ok); err != nil {
+			return err
 		}
 	}
-	return false
+	return nil
 }
+
+func knownClass(c FaultClass) bool { return slices.Contains(FaultClasses, c) }
 
 func classNames() string {
 	names := make([]string, len(FaultClasses))

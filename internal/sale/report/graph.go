@@ -1,9 +1,11 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
+
+	"github.com/seatsaga/seatsaga/internal/twin/asl"
 )
 
 // StartNode is the pseudo-state every execution begins at. EndNode may close a path given to
@@ -41,39 +43,18 @@ type Graph struct {
 	Unmatched int
 }
 
-type aslState struct {
-	Type    string `json:"Type"`
-	Next    string `json:"Next"`
-	End     bool   `json:"End"`
-	Default string `json:"Default"`
-	Choices []struct {
-		Next string `json:"Next"`
-	} `json:"Choices"`
-	Catch []struct {
-		ErrorEquals []string `json:"ErrorEquals"`
-		Next        string   `json:"Next"`
-	} `json:"Catch"`
-}
-
 // GraphFromASL reads the top level of an Amazon States Language definition (nested Parallel
 // and Map branches are drawn as one state).
 func GraphFromASL(definition []byte) (*Graph, error) {
-	var def struct {
-		StartAt string              `json:"StartAt"`
-		States  map[string]aslState `json:"States"`
+	def, err := asl.ReadOutline(definition)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
 	}
-	if err := json.Unmarshal(definition, &def); err != nil {
-		return nil, fmt.Errorf("report: read ASL definition: %w", err)
-	}
-	if def.StartAt == "" || def.States[def.StartAt].Type == "" {
-		return nil, fmt.Errorf("report: ASL definition has no StartAt state %q", def.StartAt)
+	if def.States[def.StartAt].Type == "" {
+		return nil, fmt.Errorf("report: ASL definition's StartAt state %q has no Type", def.StartAt)
 	}
 	g := &Graph{StartAt: def.StartAt}
-	names := make([]string, 0, len(def.States))
-	for n := range def.States {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := def.Names
 	g.Nodes = append(g.Nodes, &Node{Name: StartNode, Type: "Start"})
 	for _, n := range names {
 		g.Nodes = append(g.Nodes, &Node{Name: n, Type: def.States[n].Type})
@@ -85,7 +66,7 @@ func GraphFromASL(definition []byte) (*Graph, error) {
 			g.addEdge(n, s.Next, "next", "")
 		}
 		for _, c := range s.Catch {
-			g.addEdge(n, c.Next, "catch", joinErrors(c.ErrorEquals))
+			g.addEdge(n, c.Next, "catch", strings.Join(c.ErrorEquals, ", "))
 		}
 		for _, c := range s.Choices {
 			g.addEdge(n, c.Next, "choice", "")
@@ -96,17 +77,6 @@ func GraphFromASL(definition []byte) (*Graph, error) {
 	}
 	g.layout()
 	return g, nil
-}
-
-func joinErrors(errs []string) string {
-	out := ""
-	for i, e := range errs {
-		if i > 0 {
-			out += ", "
-		}
-		out += e
-	}
-	return out
 }
 
 func (g *Graph) addEdge(from, to, kind, label string) {

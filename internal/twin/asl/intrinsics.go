@@ -468,11 +468,19 @@ func asInt(v any) (int, bool) {
 
 // jsonEqual compares two decoded JSON values, treating 1 and 1.0 as equal.
 func jsonEqual(a, b any) bool {
-	fa, okA := toFloat(a)
-	fb, okB := toFloat(b)
-	if okA || okB {
-		return okA && okB && fa == fb
-	}
+	return equalData(a, b, func(a, b any) bool {
+		fa, okA := toFloat(a)
+		fb, okB := toFloat(b)
+		if okA || okB {
+			return okA && okB && fa == fb
+		}
+		return reflect.DeepEqual(a, b)
+	})
+}
+
+// equalData walks two generic values together: objects key by key, arrays index by index, and
+// every other pair as leaf says.
+func equalData(a, b any, leaf func(a, b any) bool) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -481,7 +489,7 @@ func jsonEqual(a, b any) bool {
 		}
 		for k, v := range x {
 			w, ok := y[k]
-			if !ok || !jsonEqual(v, w) {
+			if !ok || !equalData(v, w, leaf) {
 				return false
 			}
 		}
@@ -492,13 +500,13 @@ func jsonEqual(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
+			if !equalData(x[i], y[i], leaf) {
 				return false
 			}
 		}
 		return true
 	}
-	return reflect.DeepEqual(a, b)
+	return leaf(a, b)
 }
 
 func newUUID() string {

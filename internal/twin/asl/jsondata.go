@@ -326,19 +326,10 @@ func (p *plainParser) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[key] = v // a repeated key keeps its last value, as in ojg
-		p.space()
-		if p.i >= len(p.b) {
+		if done, ok := p.after('}'); !ok {
 			return nil, false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-			p.space()
-		case '}':
-			p.i++
+		} else if done {
 			return m, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -357,21 +348,31 @@ func (p *plainParser) array(depth int) (any, bool) {
 			return nil, false
 		}
 		arr = append(arr, v)
-		p.space()
-		if p.i >= len(p.b) {
+		if done, ok := p.after(']'); !ok {
 			return nil, false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-			p.space()
-		case ']':
-			p.i++
+		} else if done {
 			return arr, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// after reads what follows a member of an object or array: a comma (another member comes) or
+// the closing byte (done); anything else is outside the subset.
+func (p *plainParser) after(closing byte) (done, ok bool) {
+	p.space()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		p.space()
+		return false, true
+	case closing:
+		p.i++
+		return true, true
+	}
+	return false, false
 }
 
 // str reads a string of printable ASCII with the escapes that name one such character or

@@ -15,36 +15,13 @@ import (
 // sameData reports whether two generic values are equal with their Go types: int64 and
 // float64 are told apart, floats are compared bit for bit (so -0 differs from 0).
 func sameData(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
+	return equalData(a, b, func(a, b any) bool {
+		if x, ok := a.(float64); ok {
+			y, ok := b.(float64)
+			return ok && math.Float64bits(x) == math.Float64bits(y)
 		}
-		for k, v := range x {
-			w, found := y[k]
-			if !found || !sameData(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameData(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case float64:
-		y, ok := b.(float64)
-		return ok && math.Float64bits(x) == math.Float64bits(y)
-	default:
 		return fmt.Sprintf("%T %#v", a, a) == fmt.Sprintf("%T %#v", b, b)
-	}
+	})
 }
 
 // randomData builds a generic value of the kinds the interpreter holds, with the strings and

@@ -1,10 +1,11 @@
 package console
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/seatsaga/seatsaga/internal/twin/asl"
 )
 
 // StartNode is the pseudo-state every execution begins at, drawn above the definition's
@@ -64,32 +65,12 @@ type Edge struct {
 	Points [][2]int `json:"points"`
 }
 
-type aslState struct {
-	Type    string `json:"Type"`
-	Next    string `json:"Next"`
-	End     bool   `json:"End"`
-	Default string `json:"Default"`
-	Choices []struct {
-		Next string `json:"Next"`
-	} `json:"Choices"`
-	Catch []struct {
-		ErrorEquals []string `json:"ErrorEquals"`
-		Next        string   `json:"Next"`
-	} `json:"Catch"`
-}
-
 // Layout lays out the top level of an Amazon States Language definition (a Parallel or Map
 // state is one box). It is deterministic: the same definition gives the same graph.
 func Layout(definition []byte) (*Graph, error) {
-	var def struct {
-		StartAt string              `json:"StartAt"`
-		States  map[string]aslState `json:"States"`
-	}
-	if err := json.Unmarshal(definition, &def); err != nil {
-		return nil, fmt.Errorf("console: read ASL definition: %w", err)
-	}
-	if _, ok := def.States[def.StartAt]; !ok {
-		return nil, fmt.Errorf("console: ASL definition has no StartAt state %q", def.StartAt)
+	def, err := asl.ReadOutline(definition)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
 	}
 	g := &Graph{}
 	index := map[string]*Node{}
@@ -99,11 +80,7 @@ func Layout(definition []byte) (*Graph, error) {
 		index[name] = n
 	}
 	add(StartNode, "Start", false)
-	names := make([]string, 0, len(def.States))
-	for n := range def.States {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := def.Names
 	for _, n := range names {
 		s := def.States[n]
 		add(n, s.Type, s.End || s.Type == "Succeed" || s.Type == "Fail")

@@ -683,36 +683,20 @@ func (s *Server) redriveExecution(body json.RawMessage) (any, error) {
 const expressSyncLimit = 5 * time.Minute
 
 func (s *Server) startSyncExecution(ctx context.Context, body json.RawMessage) (any, error) {
-	var in struct {
-		StateMachineArn string  `json:"stateMachineArn"`
-		Name            string  `json:"name"`
-		Input           *string `json:"input"`
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	m, testCase, err := s.lookupMachine(in.StateMachineArn)
+	req, err := s.decodeStart(body)
 	if err != nil {
 		return nil, err
 	}
+	m, testCase, input := req.m, req.testCase, req.input
 	if m.typ != "EXPRESS" {
 		return nil, clientErr("StateMachineTypeNotSupported", "This operation is not supported by this type of state machine")
-	}
-	if in.Name == "" {
-		in.Name = newExecutionName()
-	} else if !validName(in.Name) {
-		return nil, clientErr("InvalidName", "Invalid Name: '%s'", in.Name)
-	}
-	input := "{}"
-	if in.Input != nil {
-		input = *in.Input
 	}
 	machineARN := m.arn
 	if m.parent != "" {
 		machineARN = m.parent
 	}
-	arn := fmt.Sprintf("arn:aws:states:%s:%s:express:%s:%s:%s", s.opts.Region, s.opts.AccountID, m.name, in.Name, newExecutionName())
-	x, err := s.engine.Start(m.sm, asl.ExecutionSpec{ARN: arn, Name: in.Name, StateMachineARN: machineARN, StateMachineName: m.name,
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:express:%s:%s:%s", s.opts.Region, s.opts.AccountID, m.name, req.name, newExecutionName())
+	x, err := s.engine.Start(m.sm, asl.ExecutionSpec{ARN: arn, Name: req.name, StateMachineARN: machineARN, StateMachineName: m.name,
 		RoleARN: m.roleARN, TestCase: testCase, Input: []byte(input)})
 	if errors.Is(err, asl.ErrInvalidInput) {
 		return nil, clientErr("InvalidExecutionInput", "%v", err)
@@ -736,7 +720,7 @@ func (s *Server) startSyncExecution(ctx context.Context, body json.RawMessage) (
 		status = asl.StatusTimedOut
 	}
 	billed := math.Ceil(float64(snap.Stop.Sub(snap.Start).Milliseconds())/100) * 100
-	out := map[string]any{"executionArn": arn, "stateMachineArn": machineARN, "name": in.Name, "startDate": epoch(snap.Start),
+	out := map[string]any{"executionArn": arn, "stateMachineArn": machineARN, "name": req.name, "startDate": epoch(snap.Start),
 		"stopDate": epoch(snap.Stop), "status": status, "input": input, "inputDetails": map[string]any{"included": true},
 		"billingDetails": map[string]any{"billedMemoryUsedInMB": 64, "billedDurationInMilliseconds": int64(max(billed, 100))}}
 	if status == asl.StatusSucceeded {

@@ -389,15 +389,16 @@ func sameFields(t *testing.T, path string, got, want any) {
 	}
 }
 
-// TestState answers AWS's documented examples field for field (testdata/teststate_aws_examples.json,
-// from https://aws.amazon.com/blogs/aws/accelerate-workflow-development-with-enhanced-local-testing-in-aws-step-functions/).
-func TestTestStateAnswersAWSsDocumentedExamplesFieldByField(t *testing.T) {
+// answersAsAWS sends each request of testdata file to op and compares the answer with AWS's,
+// field by field.
+func answersAsAWS(t *testing.T, op, file string) {
+	t.Helper()
 	e := newOpsEnv(t)
-	for _, ex := range awsExamples(t, "teststate_aws_examples.json") {
+	for _, ex := range awsExamples(t, file) {
 		t.Run(ex.Name, func(t *testing.T) {
-			status, code, body := call(t, e.endpoint, "TestState", ex.Request)
+			status, code, body := call(t, e.endpoint, op, ex.Request)
 			if status != http.StatusOK {
-				t.Fatalf("TestState = %d %s %s", status, code, body)
+				t.Fatalf("%s = %d %s %s", op, status, code, body)
 			}
 			var got, want any
 			if err := json.Unmarshal(body, &got); err != nil {
@@ -406,9 +407,15 @@ func TestTestStateAnswersAWSsDocumentedExamplesFieldByField(t *testing.T) {
 			if err := json.Unmarshal(ex.Response, &want); err != nil {
 				t.Fatal(err)
 			}
-			sameFields(t, "TestState", got, want)
+			sameFields(t, op, got, want)
 		})
 	}
+}
+
+// TestState answers AWS's documented examples field for field (testdata/teststate_aws_examples.json,
+// from https://aws.amazon.com/blogs/aws/accelerate-workflow-development-with-enhanced-local-testing-in-aws-step-functions/).
+func TestTestStateAnswersAWSsDocumentedExamplesFieldByField(t *testing.T) {
+	answersAsAWS(t, "TestState", "teststate_aws_examples.json")
 	// Control: the comparison fails on an answer that differs from AWS's in one field.
 	probe := &testing.T{}
 	sameFields(probe, "probe", map[string]any{"status": "FAILED"}, map[string]any{"status": "SUCCEEDED"})
@@ -421,23 +428,7 @@ func TestTestStateAnswersAWSsDocumentedExamplesFieldByField(t *testing.T) {
 // (testdata/validate_aws_recorded.json, recorded from AWS in LocalStack's snapshot
 // https://github.com/localstack/localstack/blob/a8604e4056d5f6c98c39ef32a188fc5df55a9172/tests/aws/services/stepfunctions/v2/test_sfn_api_validation.snapshot.json).
 func TestValidateStateMachineDefinitionAnswersAsAWSRecordedFieldByField(t *testing.T) {
-	e := newOpsEnv(t)
-	for _, ex := range awsExamples(t, "validate_aws_recorded.json") {
-		t.Run(ex.Name, func(t *testing.T) {
-			status, code, body := call(t, e.endpoint, "ValidateStateMachineDefinition", ex.Request)
-			if status != http.StatusOK {
-				t.Fatalf("ValidateStateMachineDefinition = %d %s %s", status, code, body)
-			}
-			var got, want any
-			if err := json.Unmarshal(body, &got); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(ex.Response, &want); err != nil {
-				t.Fatal(err)
-			}
-			sameFields(t, "Validate", got, want)
-		})
-	}
+	answersAsAWS(t, "ValidateStateMachineDefinition", "validate_aws_recorded.json")
 }
 
 func TestValidateStateMachineDefinitionReportsTheEnginesProblems(t *testing.T) {

@@ -610,42 +610,61 @@ func (s *Server) deleteStateMachine(body json.RawMessage) (any, error) {
 	return map[string]any{}, nil
 }
 
-func (s *Server) startExecution(body json.RawMessage) (any, error) {
+// startRequest is what StartExecution and StartSyncExecution are asked: the machine (or
+// version) to run, the execution's name (one is made up when none is given) and its input
+// ("{}" when none is given).
+type startRequest struct {
+	m        *machine
+	testCase string
+	name     string
+	input    string
+}
+
+func (s *Server) decodeStart(body json.RawMessage) (startRequest, error) {
 	var in struct {
 		StateMachineArn string  `json:"stateMachineArn"`
 		Name            string  `json:"name"`
 		Input           *string `json:"input"`
 	}
 	if err := decode(body, &in); err != nil {
-		return nil, err
+		return startRequest{}, err
 	}
 	m, testCase, err := s.lookupMachine(in.StateMachineArn)
 	if err != nil {
+		return startRequest{}, err
+	}
+	req := startRequest{m: m, testCase: testCase, name: in.Name, input: "{}"}
+	if req.name == "" {
+		req.name = newExecutionName()
+	} else if !validName(req.name) {
+		return startRequest{}, clientErr("InvalidName", "Invalid Name: '%s'", req.name)
+	}
+	if in.Input != nil {
+		req.input = *in.Input
+	}
+	return req, nil
+}
+
+func (s *Server) startExecution(body json.RawMessage) (any, error) {
+	req, err := s.decodeStart(body)
+	if err != nil {
 		return nil, err
 	}
+	m, testCase, input := req.m, req.testCase, req.input
 	if testCase != "" && s.opts.Mocker == nil {
 		return nil, clientErr("ValidationException", "test case %q given but no mock configuration is loaded", testCase)
-	}
-	if in.Name == "" {
-		in.Name = newExecutionName()
-	} else if !validName(in.Name) {
-		return nil, clientErr("InvalidName", "Invalid Name: '%s'", in.Name)
-	}
-	input := "{}"
-	if in.Input != nil {
-		input = *in.Input
 	}
 	if !json.Valid([]byte(input)) {
 		return nil, clientErr("InvalidExecutionInput", "Invalid State Machine Execution Input: 'the input is not valid JSON'")
 	}
-	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", s.opts.Region, s.opts.AccountID, m.name, in.Name)
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", s.opts.Region, s.opts.AccountID, m.name, req.name)
 	machineARN, versionARN := m.arn, ""
 	if m.parent != "" {
 		machineARN, versionARN = m.parent, m.arn
 	}
-	key := machineARN + "\x00" + in.Name
+	key := machineARN + "\x00" + req.name
 
-	x, started, err := s.startNamed(key, m.sm, asl.ExecutionSpec{ARN: arn, Name: in.Name, StateMachineARN: machineARN,
+	x, started, err := s.startNamed(key, m.sm, asl.ExecutionSpec{ARN: arn, Name: req.name, StateMachineARN: machineARN,
 		StateMachineName: m.name, RoleARN: m.roleARN, TestCase: testCase, Input: []byte(input)},
 		&runInfo{machine: m, versionARN: versionARN, revisionID: m.revisionID})
 	if err != nil {
