@@ -750,19 +750,27 @@ func settledFinal(r Reservation) bool {
 // checkNeedsPersonBacklogged holds every execution that gave up to its reservation's fate: in
 // the backlog, or settled after all (the sweeper and the reconciler keep settling what an
 // execution left). A needs-a-person execution whose reservation was never written (a claim
-// that failed before its transaction) held nothing and charged nothing, so it is not judged.
+// that failed before its transaction) held nothing and charged nothing, so it is not judged;
+// nor, as no-stale-hold judges it, one whose hold is within its deadline plus the sweeper's
+// grace: the sweeper settles it when the hold lapses.
 func checkNeedsPersonBacklogged(s Snapshot, res map[string]Reservation, add addFunc) {
 	for _, e := range s.Executions {
 		if !e.NeedsPerson {
 			continue
 		}
 		r, ok := res[e.Name]
-		if !ok || r.InReconciliation || settledFinal(r) {
+		if !ok || r.InReconciliation || settledFinal(r) || sweeperStillDue(s, r) {
 			continue
 		}
 		add(RuleNeedsPersonBacklogged, e.Name, "", "execution %s ended %s (%s), needing a person, but its reservation is %s with payment %s, neither settled nor in the reconciliation backlog",
 			e.ARN, e.Outcome, e.Status, r.State, r.PaymentState)
 	}
+}
+
+// sweeperStillDue: the reservation still holds its seats within its deadline plus the
+// sweeper's grace, so the sweeper has not yet been due to settle it.
+func sweeperStillDue(s Snapshot, r Reservation) bool {
+	return (r.State == Held || r.State == PaymentPending) && !s.Now.After(r.HoldExpiresAt.Add(s.Grace))
 }
 
 // checkConsumerAppliedOnce compares what the relay published with what the consumer recorded

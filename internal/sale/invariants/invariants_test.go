@@ -247,8 +247,8 @@ func TestEveryRuleBites(t *testing.T) {
 			want: []Rule{RuleRefundSettled}, resID: "r4",
 		},
 		{
-			name:   "an execution gave up on a live hold outside the backlog (no other rule sees it)",
-			break_: func(s *Snapshot) { abandonLiveHold(s) },
+			name:   "an execution gave up on a hold that lapsed past grace, outside the backlog (no other rule sees it)",
+			break_: func(s *Snapshot) { abandonLapsedHold(s) },
 			want:   []Rule{RuleNeedsPersonBacklogged}, resID: "r6",
 		},
 		{
@@ -458,12 +458,20 @@ func TestHoldsWithinTheCapPass(t *testing.T) {
 }
 
 // abandonLiveHold gives r6 a live hold on A6 whose execution failed, needing a person, with
-// nothing in the backlog: no rule but needs-person-in-backlog sees it while the hold lasts.
+// the reservation outside the backlog: the sweeper is still due to settle it.
 func abandonLiveHold(s *Snapshot) {
 	s.Seats[5] = Seat{EventID: "e1", SeatID: "A6", State: Held, ReservationID: "r6", HoldExpiresAt: now.Add(time.Minute), PriceMinor: 1000, Currency: "EUR"}
 	s.Reservations = append(s.Reservations, Reservation{ID: "r6", EventID: "e1", SeatIDs: []string{"A6"}, State: Held,
 		PaymentState: "AUTHORIZING", HoldExpiresAt: now.Add(time.Minute)})
 	s.Executions = append(s.Executions, Execution{Name: "r6", ARN: "arn:r6", Status: "FAILED", NeedsPerson: true, Outcome: "States.TaskFailed"})
+}
+
+// abandonLapsedHold is abandonLiveHold an hour later: r6's hold lapsed past the sweeper's
+// grace and nothing settled it or put it in the backlog (its seat went back on sale).
+func abandonLapsedHold(s *Snapshot) {
+	abandonLiveHold(s)
+	s.Seats[5] = Seat{EventID: "e1", SeatID: "A6", State: Available, PriceMinor: 1000, Currency: "EUR"}
+	s.Reservations[len(s.Reservations)-1].HoldExpiresAt = now.Add(-time.Hour)
 }
 
 // Each fixture keeps or breaks the promise that no refund is left unsettled outside the
@@ -501,7 +509,8 @@ func TestExecutionsNeedingAPersonAreBackloggedOrSettled(t *testing.T) {
 		{name: "gave up before the claim wrote anything", change: func(s *Snapshot) {
 			s.Executions = append(s.Executions, Execution{Name: "never-written", Status: "FAILED", NeedsPerson: true})
 		}},
-		{name: "gave up on a live hold outside the backlog", broken: true, change: abandonLiveHold},
+		{name: "gave up on a live hold the sweeper is still due to settle", change: abandonLiveHold},
+		{name: "gave up on a hold that lapsed past the sweeper's grace, outside the backlog", broken: true, change: abandonLapsedHold},
 		{name: "gave up with a refund still pending outside the backlog", broken: true, change: func(s *Snapshot) {
 			needsPerson(s, 3)
 			s.Reservations[3].PaymentState = "REFUND_PENDING"

@@ -85,4 +85,9 @@
 // # The API's bad input
 //
 //   - TestAPIRefusesBadInputAndWritesNothing: every bad request gets its 4xx and code, with nothing written and no execution started.
+//   - TestTheEdgeRefusesBadInputInTheAPIShapeAndWritesNothing: a body not declared JSON, repeated or miscased keys, a non-ASCII currency, an oversized body and a malformed request line get the API's JSON error with nothing written.
+//
+// # The cap on a customer's holds
+//
+//   - TestAReservationThatEndsGivesItsPlaceUnderTheCapBackAtOnce: a sold and a declined reservation give their places back as they end; a third reservation in progress is refused hold_limit.
 package e2e

@@ -195,6 +195,11 @@ func TestUpdateStateMachineChangesTheDefinitionForNewExecutionsOnly(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both executions must be in their Wait state, timer set, before the clock moves: a start
+	// is asynchronous, and a timer set after the advance would never fire.
+	if err := e.clock.BlockUntilContext(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
 	e.clock.Advance(10 * time.Second)
 	if out := e.finish(t, *running.ExecutionArn); *out.Output != `{"v":"old"}` {
 		t.Fatalf("the execution running during the update output %s, want the old definition's", *out.Output)
