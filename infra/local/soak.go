@@ -15,13 +15,17 @@ import (
 
 // soakChaos is every fault class the soak turns on, uncapped. Rates are per opportunity: a
 // DynamoDB call, a buyer, a saga invocation, a provider call, or (provider-down) a quarter
-// second of wall time in which the saga called the provider, a webhook window the same), and
-// for stepfunctions-throttle how far its quotas shrink.
+// second of wall time in which the saga called the provider, a webhook window the same), a
+// scheduled sweep, or a function in a quarter second (clock-skew), and for
+// stepfunctions-throttle how far its quotas shrink.
 const soakChaos = "dynamodb-throttle=0.004,dynamodb-internal-error=0.002,dynamodb-response-lost=0.006," +
+	"dynamodb-transaction-conflict=0.004," +
 	"customer-cancel=0.1,customer-retry-in-flight=0.1," +
 	"lambda-fail-before=0.02,lambda-crash-after=0.02,lambda-timeout=0.01,lambda-cold-start-failure=0.01," +
-	"provider-fail-before=0.03,provider-lose-response=0.04,provider-slow=0.03,provider-down=0.02," +
-	"webhook-delayed=0.02,webhook-not-delivered=0.02,webhook-rotated-secret=0.02,stepfunctions-throttle=0.9"
+	"provider-fail-before=0.03,provider-rate-limited=0.03,provider-lose-response=0.04,provider-slow=0.03,provider-down=0.02," +
+	"webhook-duplicated=0.02,webhook-reordered=0.02,webhook-delayed=0.02,webhook-not-delivered=0.02,webhook-rotated-secret=0.02," +
+	"stepfunctions-throttle=0.9,stepfunctions-response-lost=0.02," +
+	"sweeper-crash=0.2,sweeper-concurrent=0.2,clock-skew=0.005"
 
 // soakSeed is what one seed's sale came to.
 type soakSeed struct {

@@ -40,6 +40,7 @@ const (
 	MetricAuthorizationsNearCaptureDeadline = sweeper.MetricAuthorizationsNearCaptureDeadline
 	MetricSettlementEscalated               = saga.MetricSettlementEscalated
 	MetricProviderRefusals                  = saga.MetricProviderRefusals
+	MetricUnknownPaymentMethods             = saga.MetricUnknownPaymentMethods
 	MetricWebhookRejected                   = webhook.MetricWebhookRejected
 	MetricWebhookUnverifiable               = webhook.MetricWebhookUnverifiable
 )

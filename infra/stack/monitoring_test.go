@@ -116,6 +116,7 @@ func TestEveryMatrixAlarmWatchesWhatTheCodeEmits(t *testing.T) {
 		"UnresolvedPayments":        ns + MetricUnresolvedPayments,
 		"ReconciliationBacklog":     ns + MetricReconciliationBacklog,
 		"WebhookRejected":           ns + MetricWebhookRejected,
+		"UnknownPaymentMethods":     ns + MetricUnknownPaymentMethods,
 		"Throttled":                 ns + MetricThrottled,
 		"StepRetries":               ns + saga.MetricStepRetryableError,
 		"OldestRunningExecutionAge": ns + sweeper.MetricOldestRunningExecutionAgeSeconds,

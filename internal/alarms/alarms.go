@@ -163,6 +163,9 @@ type Thresholds struct {
 	SettlementEscalated float64
 	// ProviderRefusals: the provider refusing the system's own requests, per five minutes.
 	ProviderRefusals float64
+	// UnknownPaymentMethods: buyers declined for a payment method the provider does not know,
+	// per five minutes. A few are buyers' mistakes; every buyer's is a key of another account.
+	UnknownPaymentMethods float64
 	// ProviderUnavailable: provider calls per five minutes that got no usable answer; a few
 	// are the lost responses any network has.
 	ProviderUnavailable float64
@@ -203,6 +206,7 @@ func DefaultThresholds() Thresholds {
 		AuthorizationsNearCaptureDeadline: 1,
 		SettlementEscalated:               1,
 		ProviderRefusals:                  1,
+		UnknownPaymentMethods:             10,
 		CompensationFailed:                1,
 		ProviderUnavailable:               10,
 		StepRetries:                       25,
@@ -345,6 +349,8 @@ func Definitions(s Settings) []Alarm {
 		sum(saga.MetricSettlementEscalated), t.SettlementEscalated, 1, quiet)
 	add("ProviderRefusals", "The payment provider refuses the system's own requests (authentication, permission, invalid request): check the Stripe secret and its rotation first; buyers are not declined, their holds wait.",
 		sum(saga.MetricProviderRefusals), t.ProviderRefusals, 1, quiet)
+	add("UnknownPaymentMethods", "Buyers are declined for payment methods Stripe does not know, more than buyers' mistakes explain: the checkout page most likely creates them with the publishable key of another Stripe account or mode than the secret key's. Compare the two keys first.",
+		sum(saga.MetricUnknownPaymentMethods), t.UnknownPaymentMethods, 1, quiet)
 	add("ProviderUnavailable", "The payment provider is not answering (timeouts, dropped connections, 5xx, rate limiting past the client's retries): holds may expire unpaid and payments wait for reconciliation. Check Stripe's status page and the functions' network path first; the saga and the sweeper settle what was in flight once it answers.",
 		sum(payment.MetricProviderUnavailable), t.ProviderUnavailable, 1, quiet)
 	add("WebhookRejected", "Stripe webhook deliveries whose signature did not verify: after a rotation, the webhook signing secret in Secrets Manager differs from the endpoint's in Stripe (check it first), or someone is forging events. Payment waits end only by timeout meanwhile.",

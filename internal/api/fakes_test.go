@@ -82,9 +82,9 @@ func (f *fakeCatalog) EventExists(_ context.Context, eventID string) (bool, erro
 var errBoom = errors.New("boom")
 
 // gate is an in-memory admission gate with the DynamoDB gate's rules (inventory.Store.Admit),
-// over the seats of the shared store: a buyer passes when no seat is held by someone else or
-// leased to another buyer, and the admission record is new or this same request's own while
-// still ADMITTED.
+// over the seats and reservations of the shared store: a buyer passes when no seat is held by
+// someone else or leased to another buyer, the admission record is new or this same request's
+// own while still ADMITTED, and the reservation has not been written (else it is the answer).
 type gate struct {
 	mu      sync.Mutex
 	now     func() time.Time
@@ -125,6 +125,12 @@ func (g *gate) Admit(_ context.Context, req reservation.AdmissionRequest) (reser
 		return reservation.AdmitResult{}, g.err
 	}
 	a, now := req.Admission, g.now()
+	if old, ok := g.records[a.ReservationID]; ok && old.RequestHash != a.RequestHash {
+		return reservation.AdmitResult{}, &reservation.IdempotencyConflict{ReservationID: a.ReservationID}
+	}
+	if _, ok := g.store.Reservation(a.ReservationID); ok {
+		return reservation.AdmitResult{Claimed: true}, nil
+	}
 	var taken []string
 	for _, id := range a.SeatIDs {
 		seat, ok := g.store.Seat(a.EventID, id)
@@ -133,7 +139,7 @@ func (g *gate) Admit(_ context.Context, req reservation.AdmissionRequest) (reser
 		case !ok:
 			return reservation.AdmitResult{}, &reservation.ValidationError{Problems: []reservation.Problem{{Field: "seatIds", Reason: "unknown seats: " + id}}}
 		case seat.ReservationID == a.ReservationID && seat.State != reservation.Available:
-			return reservation.AdmitResult{HeldByRequester: true}, nil
+			return reservation.AdmitResult{Claimed: true}, nil
 		case !seat.ClaimableAt(now), l.by != "" && l.by != a.ReservationID && l.until.After(now):
 			taken = append(taken, id)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -74,7 +75,9 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	}
 	admission.HoldSlot = gate.HoldSlot
 	switch {
-	case gate.HeldByRequester:
+	case gate.Claimed:
+		// The saga wrote the reservation after the replay read found none, and its hold may
+		// have ended since: the answer is the stored reservation, as a replay's is.
 		return h.answerStored(ctx, id, admission)
 	case gate.Rejected != nil:
 		h.d.Metrics.Count("ReservationReplays", 1)
@@ -228,8 +231,20 @@ func (h *Handler) answerStored(ctx context.Context, id string, a reservation.Adm
 const QueuedLease = time.Hour
 
 // noThrottleRetries makes a throttled start come back at once: the buyer is queued instead of
-// waiting out the SDK's backoff on a quota a burst has spent.
-func noThrottleRetries(o *sfn.Options) { o.RetryMaxAttempts = 1 }
+// waiting out the SDK's backoff on a quota a burst has spent. What else the SDK retries it
+// still retries: a start whose answer was lost (a broken connection, a 5xx) is sent again
+// under the same name, which Step Functions answers with the execution the first attempt
+// started, or ExecutionAlreadyExists once that one ended.
+func noThrottleRetries(o *sfn.Options) { o.Retryer = startRetryer }
+
+var startRetryer = retry.NewStandard(func(o *retry.StandardOptions) {
+	o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+		if throttled(err) {
+			return aws.FalseTernary
+		}
+		return aws.UnknownTernary
+	})}, o.Retryables...)
+})
 
 var errKeyReused = conflict("idempotency_key_reused", "this Idempotency-Key was already used for a different request")
 

@@ -280,7 +280,8 @@ func Functions() []Function {
 		step(FnReconcile, "Saga step: learn the provider's truth and resolve", 30*time.Second, settling, StripeSecretKey),
 		{
 			// The api reads seats and reservations, passes buyers through the admission gate
-			// (a lease on each seat and the admission record, one transaction), records a
+			// (a lease on each seat, the admission record, the customer's hold slot and a check
+			// that the reservation is not written yet, one transaction), records a
 			// customer's cancel on the reservation with its outbox record, starts executions
 			// (its only Step Functions call on a buyer's path), and fails the waiting task
 			// when a customer cancels. It reads the Stripe key to hand the
@@ -296,6 +297,9 @@ func Functions() []Function {
 				// with its outbox record, never a seat write.
 				{Actions: []string{"dynamodb:BatchGetItem"}, Resources: []Resource{table(tables.SeatsTable)}},
 				seatsOfEvent, readReservation,
+				// A retry of a reservation the saga wrote is answered from it, never admitted
+				// again: the gate's transaction checks that the reservation does not exist.
+				{Actions: []string{"dynamodb:ConditionCheckItem"}, Resources: []Resource{table(tables.ReservationsTable)}},
 				{Actions: []string{"dynamodb:PutItem"}, Resources: []Resource{table(tables.ReservationsTable), table(tables.OutboxTable)}},
 				{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.SeatsTable)}},
 				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Resources: []Resource{table(tables.AdmissionsTable)}},

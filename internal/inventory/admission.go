@@ -35,14 +35,22 @@ const claimableSeat = "attribute_exists(seatKey) AND (#st = :available OR (#st =
 
 // Admit is the admission gate, outside the claim: one transaction that leases every requested
 // seat to the reservation until req.LeaseUntil (only a seat no one holds and no other buyer
-// leases) and writes the admission record (only a new one, or this same request's own while it
-// is still ADMITTED, so a retry may pass again). It never reads before it writes, so two buyers
-// can never both pass for one seat; the Claim step honours the lease and stays the authority on
-// who holds a seat.
+// leases), writes the admission record (only a new one, or this same request's own while it
+// is still ADMITTED, so a retry may pass again), checks that the Claim step has not written the
+// reservation and, under a cap, takes one of the customer's hold slots. It never reads before
+// it writes, so two buyers can never both pass for one seat; the Claim step honours the lease
+// and stays the authority on who holds a seat.
+//
+// One reservation takes one slot however often its request comes: the admission record names
+// its slot, and a retry's write holds only if the record still names the slot the retry takes,
+// or names one that is no longer the reservation's (its time ran out and another reservation of
+// the customer has it). A retry of a reservation the Claim step wrote is answered Claimed, with
+// nothing written, however its hold has ended since.
 //
 // Errors, unwrapped: *reservation.SeatUnavailable (held or leased by someone else),
 // *reservation.IdempotencyConflict (the reservation id was admitted for another request),
-// *reservation.ValidationError (a seat that does not exist); anything else is wrapped.
+// *reservation.ValidationError (a seat that does not exist), *reservation.HoldLimit (every
+// slot of the customer is another live reservation's); anything else is wrapped.
 func (st *Store) Admit(ctx context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error) {
 	res, err := st.admit(ctx, req)
 	outcome := "admitted"
@@ -52,7 +60,7 @@ func (st *Store) Admit(ctx context.Context, req reservation.AdmissionRequest) (r
 		ve *reservation.ValidationError
 	)
 	switch {
-	case err == nil && res.HeldByRequester:
+	case err == nil && res.Claimed:
 		outcome = "replayed"
 	case err == nil && res.Rejected != nil:
 		outcome = "rejected"
@@ -69,35 +77,52 @@ func (st *Store) Admit(ctx context.Context, req reservation.AdmissionRequest) (r
 
 func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (reservation.AdmitResult, error) {
 	a := req.Admission
+	// recorded is the slot the stored admission names, as far as the gate knows: what the
+	// api read, until a write finds the record naming another.
+	recorded := recordedSlot{slot: a.HoldSlot, known: a.HoldSlot >= 0}
 	// A retry starts from the slot its admission took, so it does not take a second one.
-	first := 0
-	if a.HoldSlot > 0 && a.HoldSlot < req.MaxActive {
-		first = a.HoldSlot
-	}
+	first := recorded.start(req.MaxActive)
 	tried := 0
 	for attempt := 1; ; attempt++ {
 		now := st.now()
 		slot := (first + tried) % max(req.MaxActive, 1)
-		items := st.admissionItems(req, slot, now)
-		c, err := st.transact(ctx, "admit", items)
+		tx := st.admissionItems(req, slot, recorded, now)
+		c, err := st.transact(ctx, "admit", tx.items)
 		if err != nil {
 			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
 		}
 		if c == nil {
 			return reservation.AdmitResult{Admitted: true, HoldSlot: heldSlot(req, slot)}, nil
 		}
-		seatsN := len(a.SeatIDs)
 		// The stored admission decides first: another request under the id is a conflict
 		// whatever its seats look like now.
-		if c.conditionFailed(seatsN) {
-			stored, err := decodeAdmission(c.reasons[seatsN].Item)
+		var stored *reservation.Admission
+		if c.conditionFailed(tx.admission) {
+			got, err := decodeAdmission(c.reasons[tx.admission].Item)
 			if err != nil {
 				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
 			}
-			if stored.RequestHash != a.RequestHash {
+			if got.RequestHash != a.RequestHash {
 				return reservation.AdmitResult{}, &reservation.IdempotencyConflict{ReservationID: a.ReservationID}
 			}
-			return reservation.AdmitResult{Rejected: &stored}, nil
+			if got.State != reservation.Admitted {
+				return reservation.AdmitResult{Rejected: &got}, nil
+			}
+			stored = &got
+		}
+		if c.conditionFailed(tx.reservation) {
+			// The Claim step wrote the reservation: it is the answer, however its hold ended.
+			return reservation.AdmitResult{Claimed: true}, nil
+		}
+		if stored != nil {
+			// The same request is admitted in another slot (a duplicate got there first, or a
+			// retry moved): take that one instead, so the reservation keeps one.
+			if attempt >= st.maxAttempts {
+				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w after %d attempts (its slot kept moving)", a.ReservationID, ErrTooManyConflicts, attempt)
+			}
+			recorded = recordedSlot{slot: stored.HoldSlot, known: true}
+			first, tried = recorded.start(req.MaxActive), 0
+			continue
 		}
 		var taken, missing []string
 		for i, id := range a.SeatIDs {
@@ -115,7 +140,7 @@ func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (r
 				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
 			case seat.ReservationID == a.ReservationID && seat.State != reservation.Available:
 				// The seat is this reservation's already: the Claim step answered the request.
-				return reservation.AdmitResult{HeldByRequester: true}, nil
+				return reservation.AdmitResult{Claimed: true}, nil
 			default:
 				taken = append(taken, id)
 			}
@@ -126,12 +151,21 @@ func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (r
 		if len(taken) > 0 {
 			return reservation.AdmitResult{}, &reservation.SeatUnavailable{EventID: a.EventID, SeatIDs: taken}
 		}
-		if req.MaxActive > 0 && c.conditionFailed(seatsN+1) {
+		if tx.slot >= 0 && c.conditionFailed(tx.slot) {
 			// Another live reservation of the customer has this slot: try the next one. Each
 			// try is a conditional write, so two reservations never share a slot.
 			if tried++; tried >= req.MaxActive {
 				return reservation.AdmitResult{}, &reservation.HoldLimit{CustomerID: a.CustomerID, Limit: req.MaxActive}
 			}
+			continue
+		}
+		if tx.left >= 0 && c.conditionFailed(tx.left) {
+			// The slot the admission names is this reservation's again (a duplicate took it
+			// back meanwhile): stay in it.
+			if attempt >= st.maxAttempts {
+				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w after %d attempts (its slot kept moving)", a.ReservationID, ErrTooManyConflicts, attempt)
+			}
+			first, tried = recorded.start(req.MaxActive), 0
 			continue
 		}
 		if !c.transient() {
@@ -149,13 +183,38 @@ func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (r
 	}
 }
 
-// admissionItems are the gate's transaction: a lease per seat, the admission record, and under
-// a cap the customer's hold slot.
-func (st *Store) admissionItems(req reservation.AdmissionRequest, slot int, now time.Time) []types.TransactWriteItem {
+// recordedSlot is the hold slot a reservation's stored admission names: known once the api
+// read the admission or a write found it, else the admission may be new.
+type recordedSlot struct {
+	slot  int
+	known bool
+}
+
+// start is the slot a try starts from: the recorded one when it is a slot of the cap.
+func (r recordedSlot) start(maxActive int) int {
+	if r.known && r.slot >= 0 && r.slot < maxActive {
+		return r.slot
+	}
+	return 0
+}
+
+// admissionTx is the gate's transaction and where its items are: the reservation check, the
+// admission, the slot taken and the check that the slot left is no longer the reservation's
+// (-1 when the transaction has none).
+type admissionTx struct {
+	items                              []types.TransactWriteItem
+	admission, reservation, slot, left int
+}
+
+// admissionItems are the gate's transaction taking slot: a lease per seat, the admission
+// record, the check that no reservation has the id yet, and under a cap the customer's hold
+// slot, with, when the admission moves from the slot it names to another, the check that the
+// one it leaves is not the reservation's any more.
+func (st *Store) admissionItems(req reservation.AdmissionRequest, slot int, recorded recordedSlot, now time.Time) admissionTx {
 	a := req.Admission
-	items := make([]types.TransactWriteItem, 0, len(a.SeatIDs)+2)
+	tx := admissionTx{items: make([]types.TransactWriteItem, 0, len(a.SeatIDs)+4), slot: -1, left: -1}
 	for _, id := range a.SeatIDs {
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
+		tx.items = append(tx.items, types.TransactWriteItem{Update: &types.Update{
 			TableName:           aws.String(st.seats),
 			Key:                 seatKeyAV(a.EventID, id),
 			ConditionExpression: aws.String(st.admissionCondition()),
@@ -175,21 +234,50 @@ func (st *Store) admissionItems(req reservation.AdmissionRequest, slot int, now 
 	a.State = reservation.Admitted
 	a.AdmittedAt = now
 	a.HoldSlot = heldSlot(req, slot)
-	items = append(items, types.TransactWriteItem{Put: &types.Put{
-		TableName: aws.String(st.admissions),
-		Item:      admissionItem(a),
-		// A retry of the same request may pass again while the saga has not turned it away.
-		ConditionExpression:      aws.String("attribute_not_exists(#id) OR (#hash = :hash AND #as = :admitted)"),
-		ExpressionAttributeNames: map[string]string{"#id": tables.AttrReservationID, "#hash": attrRequestHash, "#as": tables.AttrAdmissionState},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":hash": s(a.RequestHash), ":admitted": s(string(reservation.Admitted)),
-		},
+	// A retry of the same request may pass again while the saga has not turned it away; under
+	// a cap, only while the record names the slot this write takes, or the slot it leaves.
+	cond := "attribute_not_exists(#id) OR (#hash = :hash AND #as = :admitted)"
+	names := map[string]string{"#id": tables.AttrReservationID, "#hash": attrRequestHash, "#as": tables.AttrAdmissionState}
+	values := map[string]types.AttributeValue{":hash": s(a.RequestHash), ":admitted": s(string(reservation.Admitted))}
+	leaving := false
+	if req.MaxActive > 0 {
+		expect := a.HoldSlot
+		if recorded.known {
+			expect = recorded.slot
+			leaving = expect != a.HoldSlot && expect >= 0 && expect < req.MaxActive
+		}
+		slotClause := "#slot = :slot"
+		if expect < 0 {
+			// An admission from before slots were recorded names none.
+			slotClause = "(attribute_not_exists(#slot) OR #slot = :slot)"
+		}
+		cond = "attribute_not_exists(#id) OR (#hash = :hash AND #as = :admitted AND " + slotClause + ")"
+		names["#slot"] = attrHoldSlot
+		values[":slot"] = n(int64(expect))
+	}
+	tx.admission = len(tx.items)
+	tx.items = append(tx.items, types.TransactWriteItem{Put: &types.Put{
+		TableName:                           aws.String(st.admissions),
+		Item:                                admissionItem(a),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
+	// Once the Claim step wrote the reservation the request is answered, even after its hold
+	// ended and gave its slot back: a retry must not take a slot or lease the seats again.
+	tx.reservation = len(tx.items)
+	tx.items = append(tx.items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                aws.String(st.reservations),
+		Key:                      reservationKeyAV(a.ReservationID),
+		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
+		ExpressionAttributeNames: map[string]string{"#id": tables.AttrReservationID},
+	}})
 	if req.MaxActive <= 0 {
-		return items
+		return tx
 	}
-	return append(items, types.TransactWriteItem{Put: &types.Put{
+	tx.slot = len(tx.items)
+	tx.items = append(tx.items, types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(st.admissions),
 		Item: map[string]types.AttributeValue{
 			tables.AttrReservationID: s(reservation.HoldSlotKey(a.CustomerID, slot)),
@@ -205,6 +293,22 @@ func (st *Store) admissionItems(req reservation.AdmissionRequest, slot int, now 
 			":now": s(FormatTime(now)), ":rid": s(a.ReservationID),
 		},
 	}})
+	if !leaving {
+		return tx
+	}
+	// The slot the admission leaves must not be the reservation's live slot any more, or a
+	// duplicate that took it back meanwhile and this write would hold two.
+	tx.left = len(tx.items)
+	tx.items = append(tx.items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                aws.String(st.admissions),
+		Key:                      reservationKeyAV(reservation.HoldSlotKey(a.CustomerID, recorded.slot)),
+		ConditionExpression:      aws.String("attribute_not_exists(#id) OR #holder <> :rid OR #until <= :now"),
+		ExpressionAttributeNames: map[string]string{"#id": tables.AttrReservationID, "#until": attrSlotUntil, "#holder": attrSlotHolder},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": s(FormatTime(now)), ":rid": s(a.ReservationID),
+		},
+	}})
+	return tx
 }
 
 // heldSlot is the hold slot an admission takes: slot under a cap, -1 without one.

@@ -141,7 +141,7 @@ func TestTheGateAnswersReplaysFromItsRecords(t *testing.T) {
 		t.Fatalf("another request under alice's id: %v, want IdempotencyConflict", err)
 	}
 	must[reservation.Reservation](t)(f.store.Claim(ctx, request("r-alice", "ev", "A1")))
-	if res, err := f.store.Admit(ctx, alice); err != nil || !res.HeldByRequester {
+	if res, err := f.store.Admit(ctx, alice); err != nil || !res.Claimed {
 		t.Fatalf("alice's replay after her claim: %+v %v", res, err)
 	}
 
@@ -352,14 +352,17 @@ func claimUnderCap(t *testing.T, f *fixture, id, seat string, until time.Time) r
 	return must[reservation.Reservation](t)(f.store.Claim(ctx, claim))
 }
 
-// Every way a hold ends gives its place under the cap back in the write that ends it, not
-// when the place's time runs out: the customer may start another reservation at once.
-func TestEveryWayAHoldEndsGivesItsPlaceUnderTheCapBack(t *testing.T) {
+// holdEnd is one way a held reservation's hold ends.
+type holdEnd struct {
+	name string
+	end  func(t *testing.T, f *fixture, r reservation.Reservation)
+}
+
+// holdEnds are the ways a hold ends: confirmed, released by a cancel or by the payment's
+// update, and expired.
+func holdEnds() []holdEnd {
 	ctx := context.Background()
-	ends := []struct {
-		name string
-		end  func(t *testing.T, f *fixture, r reservation.Reservation)
-	}{
+	return []holdEnd{
 		{"confirmed", func(t *testing.T, f *fixture, r reservation.Reservation) {
 			r = must[reservation.Reservation](t)(f.store.StartPayment(ctx, r.ID, reservation.GuardOf(r)))
 			for _, ev := range []reservation.PaymentEvent{reservation.StartAuthorization, reservation.AuthorizationOK} {
@@ -383,7 +386,13 @@ func TestEveryWayAHoldEndsGivesItsPlaceUnderTheCapBack(t *testing.T) {
 			must[reservation.Reservation](t)(f.store.Expire(ctx, r.ID, reservation.Held, reservation.GuardOf(r)))
 		}},
 	}
-	for _, e := range ends {
+}
+
+// Every way a hold ends gives its place under the cap back in the write that ends it, not
+// when the place's time runs out: the customer may start another reservation at once.
+func TestEveryWayAHoldEndsGivesItsPlaceUnderTheCapBack(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range holdEnds() {
 		t.Run(e.name, func(t *testing.T) {
 			f := newAdmissionFixture(t)
 			f.seats(t, "ev", "A1", "A2", "A3")
@@ -516,5 +525,169 @@ func TestAPaymentPendingPastItsDeadlineKeepsItsPlaceUntilItEnds(t *testing.T) {
 	claimWithSlot(t, f, "r-3", "A3", admitWithTheAPIsSlotTime(t, f, "r-3", "A3"))
 	if _, err := f.store.Admit(ctx, capped(f.admission("r-4", "A2"), "cust", f.clock.Now().Add(time.Hour))); !errors.As(err, &hl) {
 		t.Fatalf("r-4 while r-1's payment is pending and r-3 holds: %v, want HoldLimit", err)
+	}
+}
+
+// admitAs admits id for seat as customer "cust" under a cap of two, with the hold slot the api
+// read from the admission before (-1: it read none).
+func admitAs(f *fixture, id, seat string, prior int, until time.Time) (reservation.AdmitResult, error) {
+	req := capped(f.admission(id, seat), "cust", until)
+	req.Admission.HoldSlot = prior
+	return f.store.Admit(context.Background(), req)
+}
+
+// Two POSTs of one request at once both read no admission, so the second reaches the gate
+// believing it has no place yet; if the customer's other place came free after the first took
+// one, the second must reuse the first's place, not take the free one too: one reservation
+// holds one place, and the customer may still start another.
+func TestADuplicateAdmissionTakesNoSecondPlaceUnderTheCap(t *testing.T) {
+	ctx := context.Background()
+	f := newAdmissionFixture(t)
+	f.seats(t, "ev", "A1", "A2", "A3")
+	until := f.clock.Now().Add(time.Hour)
+	other := must[reservation.AdmitResult](t)(admitAs(f, "r-other", "A2", -1, until))
+	first := must[reservation.AdmitResult](t)(admitAs(f, "r-1", "A1", -1, until))
+	if first.HoldSlot == other.HoldSlot {
+		t.Fatalf("r-1 and r-other share place %d", first.HoldSlot)
+	}
+	// r-other's hold ends between the first admission and its duplicate.
+	if err := f.store.GiveBackHoldSlot(ctx, "cust", "r-other", other.HoldSlot); err != nil {
+		t.Fatal(err)
+	}
+	dup, err := admitAs(f, "r-1", "A1", -1, until)
+	if err != nil || !dup.Admitted || dup.HoldSlot != first.HoldSlot {
+		t.Fatalf("r-1's duplicate: %+v %v, want admitted in place %d again", dup, err, first.HoldSlot)
+	}
+	if a, _, err := f.store.GetAdmission(ctx, "r-1"); err != nil || a.HoldSlot != first.HoldSlot {
+		t.Fatalf("r-1's admission records place %d (%v), want %d", a.HoldSlot, err, first.HoldSlot)
+	}
+	if _, err := admitAs(f, "r-3", "A3", -1, until); err != nil {
+		t.Fatalf("r-3 while r-1 alone holds a place: %v, want the other place", err)
+	}
+}
+
+// A retry whose place passed to another reservation of the customer (its time ran out before
+// the execution started) takes another free place, and only that one: a third reservation is
+// refused, and a later duplicate keeps the new place.
+func TestARetryWhosePlacePassedOnTakesOneOtherPlace(t *testing.T) {
+	f := newAdmissionFixture(t)
+	f.seats(t, "ev", "A1", "A2", "A3")
+	until := f.clock.Now().Add(5 * time.Minute)
+	lost := must[reservation.AdmitResult](t)(admitAs(f, "r-1", "A1", -1, until))
+	f.clock.Set(until)
+	later := until.Add(time.Hour)
+	if took := must[reservation.AdmitResult](t)(admitAs(f, "r-2", "A2", -1, later)); took.HoldSlot != lost.HoldSlot {
+		t.Fatalf("r-2 took place %d, want r-1's lapsed place %d", took.HoldSlot, lost.HoldSlot)
+	}
+	moved, err := admitAs(f, "r-1", "A1", lost.HoldSlot, later)
+	if err != nil || !moved.Admitted || moved.HoldSlot == lost.HoldSlot {
+		t.Fatalf("r-1's retry: %+v %v, want admitted in a place other than %d", moved, err, lost.HoldSlot)
+	}
+	var hl *reservation.HoldLimit
+	if _, err := admitAs(f, "r-3", "A3", -1, later); !errors.As(err, &hl) {
+		t.Fatalf("r-3 while r-1 and r-2 hold both places: %v, want HoldLimit", err)
+	}
+	if dup, err := admitAs(f, "r-1", "A1", -1, later); err != nil || dup.HoldSlot != moved.HoldSlot {
+		t.Fatalf("r-1's duplicate after the move: %+v %v, want place %d", dup, err, moved.HoldSlot)
+	}
+}
+
+// A retry of a reservation whose hold has ended, however it ended, is answered from the
+// reservation the Claim step wrote: the gate writes nothing, so the retry takes no place under
+// the cap (the customer may start two more) and leases no seat.
+func TestARetryOfAnEndedReservationIsAnsweredFromItAndTakesNothing(t *testing.T) {
+	for _, e := range holdEnds() {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newAdmissionFixture(t)
+			f.seats(t, "ev", "A1", "A2", "A3")
+			until := f.clock.Now().Add(time.Hour)
+			r := claimUnderCap(t, f, "r-1", "A1", until)
+			e.end(t, f, r)
+			a, _, err := f.store.GetAdmission(ctx, "r-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			until = f.clock.Now().Add(time.Hour)
+			res, err := admitAs(f, "r-1", "A1", a.HoldSlot, until)
+			if err != nil || !res.Claimed || res.Admitted {
+				t.Fatalf("r-1's retry after it was %s: %+v %v, want answered from the reservation", e.name, res, err)
+			}
+			for _, id := range []string{"r-2", "r-3"} {
+				if _, err := admitAs(f, id, map[string]string{"r-2": "A2", "r-3": "A3"}[id], -1, until); err != nil {
+					t.Fatalf("%s after r-1's retry: %v, want a place", id, err)
+				}
+			}
+			if f.seat(t, "ev", "A1").State == reservation.Available {
+				if _, err := f.store.Admit(ctx, f.admission("r-next", "A1")); err != nil {
+					t.Fatalf("another buyer for r-1's freed seat: %v, want admitted (the retry leased nothing)", err)
+				}
+			}
+		})
+	}
+}
+
+// beforeSecondTransaction runs race ahead of db's second transaction, once: another request
+// landing between a gate's first try and its next.
+func beforeSecondTransaction(db *countingDB, race func()) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.before = func() {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		db.before = race
+	}
+}
+
+// Two admissions of one reservation racing: the first tries a place another reservation has,
+// and before it tries the next, that place comes free and the second takes it. The first must
+// then stay in the place the second took, not take a second one: the customer keeps a place
+// for another reservation.
+func TestTwoAdmissionsOfOneReservationRacingTakeOnePlace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// prior is the place both requests read from the admission (-1: none yet).
+		prior int
+	}{
+		{"neither had read an admission", -1},
+		{"both read the place the reservation had lost", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newAdmissionFixture(t)
+			f.seats(t, "ev", "A1", "A2", "A3")
+			until := f.clock.Now().Add(time.Hour)
+			if tc.prior >= 0 {
+				// r-1 took place 0 once; it lapsed and r-other has it now.
+				short := f.clock.Now().Add(time.Minute)
+				must[reservation.AdmitResult](t)(admitAs(f, "r-1", "A1", -1, short))
+				f.clock.Set(short)
+				until = f.clock.Now().Add(time.Hour)
+			}
+			other := must[reservation.AdmitResult](t)(admitAs(f, "r-other", "A2", -1, until))
+			if other.HoldSlot != 0 {
+				t.Fatalf("r-other took place %d, want 0", other.HoldSlot)
+			}
+			st, db := f.counted(t)
+			var second reservation.AdmitResult
+			beforeSecondTransaction(db, func() {
+				if err := f.store.GiveBackHoldSlot(ctx, "cust", "r-other", other.HoldSlot); err != nil {
+					t.Error(err)
+				}
+				second = must[reservation.AdmitResult](t)(admitAs(f, "r-1", "A1", tc.prior, until))
+			})
+			req := capped(f.admission("r-1", "A1"), "cust", until)
+			req.Admission.HoldSlot = tc.prior
+			first, err := st.Admit(ctx, req)
+			if err != nil || !first.Admitted || first.HoldSlot != second.HoldSlot {
+				t.Fatalf("the first admission: %+v %v, want admitted in the second's place %d", first, err, second.HoldSlot)
+			}
+			if a, _, err := f.store.GetAdmission(ctx, "r-1"); err != nil || a.HoldSlot != second.HoldSlot {
+				t.Fatalf("r-1's admission records place %d (%v), want %d", a.HoldSlot, err, second.HoldSlot)
+			}
+			if _, err := admitAs(f, "r-3", "A3", -1, until); err != nil {
+				t.Fatalf("r-3 while r-1 alone holds a place: %v, want the other place", err)
+			}
+		})
 	}
 }

@@ -41,6 +41,10 @@ type Declined struct {
 	ProviderStatus string
 }
 
+// CodeUnknownPaymentMethod is the Code of a Declined whose payment method the provider does
+// not know (Stripe's resource_missing on the payment_method parameter).
+const CodeUnknownPaymentMethod = "resource_missing"
+
 func (e *Declined) Error() string {
 	msg := fmt.Sprintf("payment %s declined: %s", e.Op, e.Code)
 	if e.DeclineCode != "" {

@@ -75,10 +75,10 @@ type AdmitResult struct {
 	// execution. HoldSlot is the hold slot it took (-1 without a cap).
 	Admitted bool
 	HoldSlot int
-	// HeldByRequester: a seat is already held by this very reservation, so the request is a
-	// replay of one the Claim step has answered; nothing was written and the reservation is
-	// the answer.
-	HeldByRequester bool
+	// Claimed: the Claim step wrote this very reservation, so the request is a replay of one
+	// it answered, however the hold has ended since; nothing was written (no lease, no hold
+	// slot) and the stored reservation is the answer.
+	Claimed bool
 	// Rejected is the stored admission of a replayed request the saga already turned away;
 	// nothing was written.
 	Rejected *Admission

@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/seatsaga/seatsaga/internal/payment"
@@ -98,8 +99,26 @@ func (s *Steps) Authorize(ctx context.Context, ev AuthorizeEvent) (AuthorizeResu
 				}
 			}
 			if err := s.confirmPaymentMethod(ctx, in, &auth); err != nil {
-				s.fail(ctx, "authorize", in, err)
-				return AuthorizeResult{}, err
+				var declined *PaymentDeclined
+				if !errors.As(err, &declined) || declined.Code != payment.CodeUnknownPaymentMethod {
+					s.fail(ctx, "authorize", in, err)
+					return AuthorizeResult{}, err
+				}
+				// The provider refused the method before any attempt, so no payment_failed
+				// webhook will record the decline: the step records it, and the compensation
+				// then unwinds instead of holding the seats for a payment that cannot come.
+				// A write that lost a race is decided anew on a fresh read.
+				if _, werr := s.Store.UpdatePayment(ctx, PaymentUpdate{
+					ReservationID: id, Guard: reservation.GuardOf(r),
+					Event: reservation.PaymentDeclined, From: reservation.Authorizing,
+					Reason: "the payment method is unknown to the provider", NotifyCustomer: reservation.PaymentDeclined.NotifiesCustomer(),
+				}); werr == nil {
+					s.fail(ctx, "authorize", in, err)
+					return AuthorizeResult{}, err
+				} else if werr = s.storeStep(ctx, "authorize", in, werr); werr != nil {
+					return AuthorizeResult{}, werr
+				}
+				continue
 			}
 			s.outcome(ctx, "authorize", in, "waiting", nil, "paymentIntentId", auth.PaymentIntentID, "providerStatus", auth.ProviderStatus)
 			return AuthorizeResult{ReservationID: id, PaymentIntentID: auth.PaymentIntentID, ProviderStatus: auth.ProviderStatus, Version: r.Version}, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/statemachine"
 )
@@ -41,6 +42,10 @@ const (
 	// MetricProviderRefusals counts the provider's refusals of the system's own requests
 	// (dimension category); a burst means a configuration problem, not declining buyers.
 	MetricProviderRefusals = "ProviderRefusals"
+	// MetricUnknownPaymentMethods counts declines of payment methods the provider does not
+	// know. One is a buyer's mistake (a warning); a rate of them means every buyer's method is
+	// unknown, as with a publishable key of another account.
+	MetricUnknownPaymentMethods = "UnknownPaymentMethods"
 )
 
 // stepCompensate is the step that compensates, and outcomeHandedToReconcile its outcome when
@@ -160,6 +165,11 @@ func (s *Steps) outcome(ctx context.Context, step string, in Input, outcome stri
 	level := slog.LevelInfo
 	if err != nil && (outcome == outcomeError || refused != nil) {
 		level = slog.LevelError
+	}
+	var declined *PaymentDeclined
+	if errors.As(err, &declined) && declined.Code == payment.CodeUnknownPaymentMethod {
+		s.metrics().Count(MetricUnknownPaymentMethods, 1)
+		level = slog.LevelWarn
 	}
 	s.log().Log(ctx, level, "saga step finished", args...)
 }

@@ -1,6 +1,7 @@
 package saga
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1148,6 +1149,63 @@ func TestResolveCapturesWhatTheExecutionLeft(t *testing.T) {
 				h.expectState("r1", reservation.Confirmed, reservation.Paid)
 				if h.pay.captures != 1 {
 					t.Fatalf("pass %d: %d captures", pass, h.pay.captures)
+				}
+			}
+		})
+	}
+}
+
+// An unknown payment method is the buyer's decline: the step ends declined, as for a refused
+// card, and the log says so as a warning an operator can follow, counted apart so that a rate
+// of them (every buyer's method unknown: a publishable key of another account) reaches the
+// UnknownPaymentMethods alarm. A refused card is neither a warning nor counted there.
+func TestAnUnknownPaymentMethodIsTheBuyersDeclineLoggedAsAWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		code      string
+		wantLevel string
+		wantCount int64
+		// wantPay is the payment state the step leaves: no webhook reports a method the
+		// provider refused before any attempt, so the step records that decline itself; a
+		// refused card's is the webhook's to record.
+		wantPay reservation.PaymentState
+	}{
+		{"unknown payment method", payment.CodeUnknownPaymentMethod, "WARN", 1, reservation.Failed},
+		{"refused card", "card_declined", "INFO", 0, reservation.Authorizing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, reservation.LateSuccessReacquire)
+			var logs bytes.Buffer
+			h.steps.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+			in := input("r1", "pm_nope", "A1")
+			h.claim(in)
+			h.pay.fail["confirm"] = []error{&payment.Declined{Op: payment.OpConfirmPaymentMethod, Code: tc.code, Message: "m"}}
+			declined := wantErr[*PaymentDeclined](t, h.authorize(in, "tok1"))
+			if declined.Code != tc.code {
+				t.Fatalf("declined with %q, want %q", declined.Code, tc.code)
+			}
+			if n := h.mem.Get(MetricUnknownPaymentMethods); n != tc.wantCount {
+				t.Fatalf("%s counted %v, want %v", MetricUnknownPaymentMethods, n, tc.wantCount)
+			}
+			var level string
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				var rec map[string]any
+				if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "saga step finished" && rec["step"] == "authorize" {
+					level, _ = rec["level"].(string)
+				}
+			}
+			if level != tc.wantLevel {
+				t.Fatalf("the authorize step logged at %q, want %q:\n%s", level, tc.wantLevel, logs.String())
+			}
+			h.expectState("r1", reservation.PaymentPending, tc.wantPay)
+			if tc.wantPay == reservation.Failed {
+				// The compensation unwinds at once: nobody waits for a payment that cannot come.
+				st := State{Input: in, Failure: &Failure{Error: ErrPaymentDeclined}}
+				if _, err := h.steps.Compensate(context.Background(), st); err != nil {
+					t.Fatalf("compensate: %v", err)
+				}
+				if r := h.store.get("r1"); r.Inventory != reservation.Released {
+					t.Fatalf("after the compensation: %s/%s, want the seats released", r.Inventory, r.Payment)
 				}
 			}
 		})

@@ -55,7 +55,7 @@ func classifyStripeError(op payment.Op, paymentIntentID string, e *stripe.Error)
 		return uncertain("rate_limited")
 	case e.Code == stripe.ErrorCodeLockTimeout:
 		return uncertain("conflict")
-	case isAboutPaymentMethod(e):
+	case isAboutPaymentMethod(e) || isUnknownPaymentMethod(e):
 		declined := &payment.Declined{
 			Op:              op,
 			PaymentIntentID: paymentIntentID,
@@ -105,9 +105,9 @@ const (
 // payment_method_invalid_parameter(_testmode), payment_method_currency_mismatch,
 // payment_method_unsupported_type, payment_method_configuration_failures,
 // payment_method_billing_details_address_missing and payment_method_unexpected_state (our
-// request or integration), resource_missing for the payment method (a publishable key of
-// another account makes every buyer's method missing), livemode_mismatch, and the SetupIntent
-// and microdeposit codes we never trigger.
+// request or integration), livemode_mismatch, and the SetupIntent and microdeposit codes we
+// never trigger. A payment method the provider does not know is the exception (see
+// isUnknownPaymentMethod).
 var paymentMethodCodes = map[stripe.ErrorCode]bool{
 	// The card itself.
 	stripe.ErrorCodeCardDeclined:                 true,
@@ -148,6 +148,16 @@ var paymentMethodCodes = map[stripe.ErrorCode]bool{
 func isAboutPaymentMethod(e *stripe.Error) bool {
 	return e.Type == stripe.ErrorTypeCard ||
 		e.Type == stripe.ErrorTypeInvalidRequest && paymentMethodCodes[e.Code]
+}
+
+// isUnknownPaymentMethod reports a payment method the provider does not know
+// (resource_missing on the payment_method parameter). It is the buyer's decline, not a system
+// failure: the request is one buyer's, and no retry or reconciliation can make that method
+// exist, so holding the seats for it only makes the buyer wait out the hold. A publishable key
+// of another account would make every buyer's method unknown; that shows as a rate, which
+// payment.CodeUnknownPaymentMethod's metric and its alarm watch, not as one buyer's refusal.
+func isUnknownPaymentMethod(e *stripe.Error) bool {
+	return e.Type == stripe.ErrorTypeInvalidRequest && e.Code == stripe.ErrorCodeResourceMissing && e.Param == "payment_method"
 }
 
 // authenticationCodes and permissionCodes identify credential problems that Stripe may send

@@ -81,8 +81,9 @@ const (
 	// amount; a net capture above 0 implies CONFIRMED.
 	RuleConfirmedExactlyWhenCaptured Rule = "confirmed-exactly-when-captured"
 
-	// RuleCustomerWithinHoldCap: no customer has more live holds (HELD or PAYMENT_PENDING
-	// before their deadline) than the cap on reservations in progress allows
+	// RuleCustomerWithinHoldCap: no customer has more active holds (HELD before its deadline,
+	// or PAYMENT_PENDING whatever its deadline, since a pending payment keeps its place until
+	// the saga or the sweeper ends it) than the cap on reservations in progress allows
 	// (Snapshot.MaxActive).
 	RuleCustomerWithinHoldCap Rule = "customer-within-hold-cap"
 	// RuleRefundSettled: every refund the provider holds succeeded, or its reservation is in
@@ -355,14 +356,16 @@ func Check(s Snapshot) Verdict {
 
 type addFunc func(rule Rule, res, seat, format string, args ...any)
 
-// checkHoldCap counts each customer's live holds against the cap.
+// checkHoldCap counts each customer's active holds against the cap: a HELD hold until its
+// deadline, after which its seats may be reclaimed, and a pending payment until it ends,
+// whatever its deadline, since it keeps its seats and its place until then.
 func checkHoldCap(s Snapshot, add addFunc) {
 	if s.MaxActive <= 0 {
 		return
 	}
 	holds := map[string][]string{}
 	for _, r := range s.Reservations {
-		if (r.State == Held || r.State == PaymentPending) && r.HoldExpiresAt.After(s.Now) {
+		if r.State == PaymentPending || r.State == Held && r.HoldExpiresAt.After(s.Now) {
 			holds[r.CustomerID] = append(holds[r.CustomerID], r.ID)
 		}
 	}

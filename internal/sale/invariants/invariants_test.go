@@ -457,6 +457,42 @@ func TestHoldsWithinTheCapPass(t *testing.T) {
 	}
 }
 
+// pastItsDeadline moves hoarder's reservation h<n> and its seat past their deadline, in state
+// (HELD or PAYMENT_PENDING); still within the sweeper's grace, so no other rule is due.
+func pastItsDeadline(s *Snapshot, n int, state string) {
+	deadline := now.Add(-time.Minute)
+	for i := range s.Reservations {
+		if r := &s.Reservations[i]; r.ID == fmt.Sprintf("h%d", n) {
+			r.State, r.HoldExpiresAt = state, deadline
+			for j := range s.Seats {
+				if s.Seats[j].ReservationID == r.ID {
+					s.Seats[j].State, s.Seats[j].HoldExpiresAt = state, deadline
+				}
+			}
+		}
+	}
+}
+
+// A payment pending past its deadline still holds its place under the cap until the saga or
+// the sweeper ends it (the gate gives the place back only then), so it counts; a HELD hold past
+// its deadline has ended as far as the cap goes.
+func TestAPaymentPendingPastItsDeadlineCountsAgainstTheCap(t *testing.T) {
+	expectRule(t, RuleCustomerWithinHoldCap, []ruleCase{
+		{name: "two live holds and one payment pending past its deadline", broken: true, change: func(s *Snapshot) {
+			hoard(s, 3)
+			pastItsDeadline(s, 3, PaymentPending)
+		}},
+		{name: "two live holds and one HELD past its deadline", change: func(s *Snapshot) {
+			hoard(s, 3)
+			pastItsDeadline(s, 3, Held)
+		}},
+		{name: "one live hold and one payment pending past its deadline", change: func(s *Snapshot) {
+			hoard(s, 2)
+			pastItsDeadline(s, 2, PaymentPending)
+		}},
+	})
+}
+
 // abandonLiveHold gives r6 a live hold on A6 whose execution failed, needing a person, with
 // the reservation outside the backlog: the sweeper is still due to settle it.
 func abandonLiveHold(s *Snapshot) {

@@ -23,6 +23,9 @@ const (
 	DynamoDBThrottle      FaultClass = "dynamodb-throttle"
 	DynamoDBInternalError FaultClass = "dynamodb-internal-error"
 	DynamoDBResponseLost  FaultClass = "dynamodb-response-lost"
+	// A transaction cancelled because a concurrent writer's transaction touched one of its
+	// items (TransactionCanceledException with TransactionConflict reasons), before it wrote.
+	DynamoDBTransactionConflict FaultClass = "dynamodb-transaction-conflict"
 	// The customer: a DELETE of the reservation at a random moment after its POST, sent one
 	// to three times; the same POST sent again with the same Idempotency-Key while the first
 	// is in flight.
@@ -35,16 +38,21 @@ const (
 	LambdaFailAfter  FaultClass = "lambda-crash-after"
 	LambdaTimeout    FaultClass = "lambda-timeout"
 	LambdaColdStart  FaultClass = "lambda-cold-start-failure"
-	// The provider: a 500 before acting, an act whose response is lost, a slow answer, and
-	// down (every call a 500) for a window.
+	// The provider: a 500 before acting, a 429 rate limit before acting, an act whose
+	// response is lost, a slow answer, and down (every call a 500) for a window.
 	ProviderFailBefore   FaultClass = "provider-fail-before"
+	ProviderRateLimited  FaultClass = "provider-rate-limited"
 	ProviderLoseResponse FaultClass = "provider-lose-response"
 	ProviderSlow         FaultClass = "provider-slow"
 	ProviderDown         FaultClass = "provider-down"
 	// Webhooks, for a window of two seconds of wall time in which the saga called the
-	// provider (counted once per window): every event emitted then is delayed by one to three
-	// minutes of stack time, never delivered (its endpoint refuses the connection), or signed
-	// with a secret the endpoint does not know (a rotation the endpoint missed).
+	// provider (counted once per window): every event emitted then is delivered twice,
+	// delivered in a shuffled order (each copy delayed within the stack's reorder window),
+	// delayed by one to three minutes of stack time, never delivered (its endpoint refuses
+	// the connection), or signed with a secret the endpoint does not know (a rotation the
+	// endpoint missed).
+	WebhookDuplicated    FaultClass = "webhook-duplicated"
+	WebhookReordered     FaultClass = "webhook-reordered"
 	WebhookDelayed       FaultClass = "webhook-delayed"
 	WebhookNotDelivered  FaultClass = "webhook-not-delivered"
 	WebhookRotatedSecret FaultClass = "webhook-rotated-secret"
@@ -52,16 +60,29 @@ const (
 	// quotas tightened in proportion to the rate (the cap does not apply: a quota has none),
 	// counted by the engine's throttles.
 	StepFunctionsThrottle FaultClass = "stepfunctions-throttle"
+	// The same calls taking effect and their answer lost: the caller sees a broken
+	// connection, drawn per call.
+	StepFunctionsResponseLost FaultClass = "stepfunctions-response-lost"
+	// The sweeper: an invocation killed at a random moment of its batch (its context ends and
+	// Lambda reports Runtime.ExitError), and a second sweep running at once with the
+	// scheduled one, each drawn per scheduled sweep.
+	SweeperCrash      FaultClass = "sweeper-crash"
+	SweeperConcurrent FaultClass = "sweeper-concurrent"
+	// The clock: one function's clock ahead or behind the others by one to five seconds for
+	// a window of two seconds of wall time, drawn per function per chaos tick.
+	ClockSkew FaultClass = "clock-skew"
 )
 
 // FaultClasses lists every class in the order results report them.
 var FaultClasses = []FaultClass{
-	DynamoDBThrottle, DynamoDBInternalError, DynamoDBResponseLost,
+	DynamoDBThrottle, DynamoDBInternalError, DynamoDBResponseLost, DynamoDBTransactionConflict,
 	CustomerCancel, CustomerRetryInFlight,
 	LambdaFailBefore, LambdaFailAfter, LambdaTimeout, LambdaColdStart,
-	ProviderFailBefore, ProviderLoseResponse, ProviderSlow, ProviderDown,
-	WebhookDelayed, WebhookNotDelivered, WebhookRotatedSecret,
-	StepFunctionsThrottle,
+	ProviderFailBefore, ProviderRateLimited, ProviderLoseResponse, ProviderSlow, ProviderDown,
+	WebhookDuplicated, WebhookReordered, WebhookDelayed, WebhookNotDelivered, WebhookRotatedSecret,
+	StepFunctionsThrottle, StepFunctionsResponseLost,
+	SweeperCrash, SweeperConcurrent,
+	ClockSkew,
 }
 
 // FaultRate is how often a class strikes: the chance per opportunity, and the most times it

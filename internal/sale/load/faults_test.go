@@ -24,7 +24,7 @@ func TestParseChaosReadsRatesCapsAndAll(t *testing.T) {
 		{in: "dynamodb-throttle", wantErr: "not class=rate"},
 		{in: "dynamodb-throttle=2", wantErr: "from 0 to 1"},
 		{in: "dynamodb-throttle=0.1/-1", wantErr: "whole number"},
-		{in: "sweeper-crash=0.1", wantErr: "unknown fault class"},
+		{in: "sweeper-on-fire=0.1", wantErr: "unknown fault class"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {

@@ -65,6 +65,12 @@ type Options struct {
 	// InvalidToken or TaskDoesNotExist, as AWS does.
 	TaskStateMachine TaskTokenResolver
 
+	// LoseResponse, when set, is asked after every Step Functions call the service answered
+	// with success, with the caller's role and the operation: true drops the connection
+	// instead of answering, so the call took effect and its caller sees a broken connection,
+	// which the SDK retries (a chaos run's lost response).
+	LoseResponse func(role, operation string) bool
+
 	// Clock stamps the versions of secrets (default clock.Real{}).
 	Clock clock.Clock
 	// Logger receives a warning for every denial (nil discards).
@@ -289,7 +295,17 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"Credential="+caller.accessKeyID+"/", "Credential="+g.opts.DynamoDBAccessKeyID+"/", 1))
 		g.forward(w, r, caller, svc, op, g.dynamo, body)
 	case stepFunctions:
-		g.forward(w, r, caller, svc, op, g.states, body)
+		if g.opts.LoseResponse == nil {
+			g.forward(w, r, caller, svc, op, g.states, body)
+			return
+		}
+		held := &heldResponse{header: http.Header{}}
+		g.forward(held, r, caller, svc, op, g.states, body)
+		if held.status < 300 && g.opts.LoseResponse(caller.role, op) {
+			g.log.Info("awsgate: response lost (injected)", "principal", caller.arn, "operation", op)
+			panic(http.ErrAbortHandler) // the server closes the connection without a response
+		}
+		held.sendTo(w)
 	case secretsManager:
 		g.calls.record(caller, svc, op)
 		var out any
@@ -449,3 +465,31 @@ type bufferPool struct{ pool sync.Pool }
 
 func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
 func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
+
+// heldResponse keeps a forwarded answer so that the gate can still decide to lose it.
+type heldResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (h *heldResponse) Header() http.Header { return h.header }
+
+func (h *heldResponse) WriteHeader(status int) {
+	if h.status == 0 {
+		h.status = status
+	}
+}
+
+func (h *heldResponse) Write(b []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	return h.body.Write(b)
+}
+
+func (h *heldResponse) sendTo(w http.ResponseWriter) {
+	for k, v := range h.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(max(h.status, http.StatusOK))
+	_, _ = w.Write(h.body.Bytes())
+}

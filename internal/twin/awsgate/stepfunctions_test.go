@@ -3,6 +3,7 @@ package awsgate_test
 import (
 	"context"
 	"encoding/base64"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -129,5 +130,46 @@ func TestUnknownTaskTokensGetTheEnginesAnswerNotAccessDenied(t *testing.T) {
 		if d.Resource == awsgate.UnknownTaskToken && d.Allowed != (d.AccessKeyID == "webhook-key") {
 			t.Errorf("decision %+v: only the webhook's calls should be let through", d)
 		}
+	}
+}
+
+// waitMachine keeps its executions running for the length of a test.
+const waitMachine = `{"StartAt":"Wait","States":{"Wait":{"Type":"Wait","Seconds":600,"End":true}}}`
+
+// A lost response is lost after the call took effect: the caller sees a broken connection,
+// not an answer, and the SDK's retry of the same StartExecution finds the execution the first
+// attempt started (AWS answers a start with the same name and input as the running one's).
+func TestALostStepFunctionsResponseTookEffectAndTheSDKRetryFindsIt(t *testing.T) {
+	machineARN := "arn:aws:states:" + region + ":" + account + ":stateMachine:reservation"
+	var lost atomic.Int32
+	g := startGate(t, awsgate.Options{
+		StepFunctionsEndpoint: startStepFunctions(t),
+		LoseResponse: func(role, op string) bool {
+			return role == "api" && op == "StartExecution" && lost.Add(1) == 1
+		},
+	})
+	g.AddPrincipal("api-key", "api", []deploy.Statement{
+		{Actions: []string{"states:StartExecution"}, Resources: []string{machineARN}},
+	})
+	ctx := context.Background()
+	admin := g.stepFunctions(adminKey)
+	if _, err := admin.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{Name: aws.String("reservation"),
+		Definition: aws.String(waitMachine), RoleArn: aws.String("arn:aws:iam::" + account + ":role/states")}); err != nil {
+		t.Fatal(err)
+	}
+	start := &sfn.StartExecutionInput{StateMachineArn: aws.String(machineARN), Name: aws.String("r-1"), Input: aws.String(`{"a":1}`)}
+	if _, err := g.stepFunctions("api-key").StartExecution(ctx, start, func(o *sfn.Options) { o.RetryMaxAttempts = 1 }); err == nil {
+		t.Fatal("the first attempt got an answer; want its response lost")
+	}
+	listed, err := admin.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: aws.String(machineARN)})
+	if err != nil || len(listed.Executions) != 1 {
+		t.Fatalf("after the lost response: %d executions, %v; want the one the call started", len(listed.Executions), err)
+	}
+	again, err := g.stepFunctions("api-key").StartExecution(ctx, start)
+	if err != nil || aws.ToString(again.ExecutionArn) != aws.ToString(listed.Executions[0].ExecutionArn) {
+		t.Fatalf("retry: %v, %v; want the first attempt's execution", again, err)
+	}
+	if n := lost.Load(); n != 2 {
+		t.Fatalf("the gate asked about %d answers; want 2 (the lost one and the retry's)", n)
 	}
 }

@@ -82,12 +82,19 @@
 //   - TestWebhookDeliveredFiveTimesOutOfOrderConfirmsOnce: five deliveries out of order make one transition and one SendTaskSuccess; a forged one is refused.
 //   - TestARolledWebhookSecretIsPickedUpWithoutARestart: a signing secret rolled in Secrets Manager is re-read on the first event signed with it.
 //
+// # Lost Step Functions answers
+//
+//   - TestAStartAndATaskAnswerWhoseResponsesWereLostSellTheSeatOnce: a start and a task answer that took effect but lost their answers are retried; the POST gets 202, one execution sells and charges once.
+//   - TestACancelWhoseTaskFailureAnswerWasLostIsAcknowledgedAndNotCharged: a cancel whose SendTaskFailure lost its answer is acknowledged and voided, not charged.
+//
 // # The API's bad input
 //
 //   - TestAPIRefusesBadInputAndWritesNothing: every bad request gets its 4xx and code, with nothing written and no execution started.
 //   - TestTheEdgeRefusesBadInputInTheAPIShapeAndWritesNothing: a body not declared JSON, repeated or miscased keys, a non-ASCII currency, an oversized body and a malformed request line get the API's JSON error with nothing written.
+//   - TestAnUnknownPaymentMethodIsDeclinedAndTheSeatGoesBackAtOnce: a payment method the provider does not know is accepted, declined at once with the seat given back, and never charged.
 //
 // # The cap on a customer's holds
 //
 //   - TestAReservationThatEndsGivesItsPlaceUnderTheCapBackAtOnce: a sold and a declined reservation give their places back as they end; a third reservation in progress is refused hold_limit.
+//   - TestARetryOfAnEndedReservationIsAnsweredWithoutTakingAPlace: a retry of a declined reservation's POST after its admission is gone is answered from the reservation and takes no place under the cap.
 package e2e

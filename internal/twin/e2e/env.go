@@ -76,6 +76,9 @@ type Options struct {
 	Payments          stack.PaymentsConfig
 	// DynamoDBFault fails the DynamoDB calls it answers non-nil for (stack.Config).
 	DynamoDBFault func(op string, params any) error
+	// StepFunctionsLoseResponse loses the answers of the functions' Step Functions calls it
+	// answers true for (stack.Config).
+	StepFunctionsLoseResponse func(role, operation string) bool
 	// Verbose sends the stack's logs to stderr.
 	Verbose bool
 }
@@ -113,7 +116,7 @@ func New(t testing.TB, o Options) *Env {
 		LateSuccessPolicy: o.LateSuccessPolicy, SweepInterval: -1,
 		ReconcileAttempts: o.ReconcileAttempts, ReconcileBackoff: o.ReconcileBackoff,
 		Payments: o.Payments, PaymentsTimeout: 2 * time.Second, DisableRelay: true, Logger: logger,
-		DynamoDBFault: o.DynamoDBFault,
+		DynamoDBFault: o.DynamoDBFault, StepFunctionsLoseResponse: o.StepFunctionsLoseResponse,
 	})
 	if err != nil {
 		t.Fatalf("e2e: start the local stack: %v", err)

@@ -20,6 +20,12 @@ type Failure struct {
 	ErrorCode         string
 	FunctionErrorType string
 	Message           string
+	// KillAfter, for a failure armed with FailAfter, kills the invocation that long after its
+	// handler started, if it is still running then: the handler's context ends (its calls in
+	// flight are abandoned, as a killed process's are) and the caller gets the failure, a
+	// Crash for a process killed mid-batch. A handler done sooner is answered with the
+	// failure as FailAfter does. Function processes (RegisterProcess) are not killed early.
+	KillAfter time.Duration
 	// OnInjected, when set, is called each time the failure is handed to an invocation, so
 	// that a chaos run counts the faults that really hit, not the ones it armed.
 	OnInjected func()

@@ -3,6 +3,7 @@ package lambdahost_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,5 +36,51 @@ func TestFailureReportsEachInvocationItHits(t *testing.T) {
 	}
 	if st := h.Stats("step"); st.FaultsInjected != 2 || st.Invocations != 2 {
 		t.Fatalf("stats %+v: want 2 faults and 2 handler runs (the cold start ran none)", st)
+	}
+}
+
+// A process killed mid-batch has done the work before the kill and none after it: the
+// handler's context ends at KillAfter, and the caller gets the crash at once, not the
+// handler's answer and not a wait for its timeout.
+func TestAnInvocationKilledMidBatchStopsWhereItWasKilled(t *testing.T) {
+	h, c := start(t, lambdahost.Options{})
+	var done, stopped atomic.Int32
+	h.Register("sweep", func(ctx context.Context, _ json.RawMessage) (string, error) {
+		for range 20 {
+			select {
+			case <-ctx.Done():
+				stopped.Add(1)
+				return "", ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+				done.Add(1)
+			}
+		}
+		return "all done", nil
+	})
+	crash := lambdahost.Crash()
+	crash.KillAfter = 55 * time.Millisecond
+	if err := h.FailAfter("sweep", 1, crash); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	body := invokeFunctionError(t, c, "sweep", `{}`)
+	if body.ErrorType != "Runtime.ExitError" {
+		t.Fatalf("got %+v; want the crash", body)
+	}
+	if took := time.Since(began); took > time.Second {
+		t.Fatalf("the killed invocation answered after %s", took)
+	}
+	for deadline := time.Now().Add(5 * time.Second); stopped.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if stopped.Load() != 1 {
+		t.Fatal("the killed handler's context did not end")
+	}
+	if n := done.Load(); n == 0 || n >= 20 {
+		t.Fatalf("%d of 20 items done before the kill; want some, not all", n)
+	}
+	// The next invocation runs whole.
+	if out, err := invoke(t, c, "sweep", `{}`); err != nil || out.FunctionError != nil || !strings.Contains(string(out.Payload), "all done") {
+		t.Fatalf("the next invocation: %v, %v", out, err)
 	}
 }

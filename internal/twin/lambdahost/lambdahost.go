@@ -400,7 +400,11 @@ func (h *Host) invoke(ctx context.Context, f *function, call invocation) result 
 	}
 
 	f.invocations.Add(1)
-	res := h.run(f, call)
+	var killAfter time.Duration
+	if after != nil {
+		killAfter = after.KillAfter
+	}
+	res := h.run(f, call, killAfter)
 	if res.functionError {
 		f.errors.Add(1)
 	}
@@ -427,12 +431,18 @@ func (h *Host) report(r Report) {
 
 // run calls the handler through the runtime's Function.Invoke, which builds the lambdacontext,
 // applies the deadline and shapes errors and panics exactly as the Go runtime reports them. A
-// handler still running at its timeout is abandoned and the caller told so, as Lambda does.
-func (h *Host) run(f *function, call invocation) result {
+// handler still running at its timeout is abandoned and the caller told so, as Lambda does. A
+// positive killAfter shorter than the timeout ends the run then instead (Failure.KillAfter):
+// the caller's answer is the failure that asked for it.
+func (h *Host) run(f *function, call invocation, killAfter time.Duration) result {
 	if f.proc != nil {
 		return h.runProcess(f, call)
 	}
-	deadline := time.Now().Add(f.timeout)
+	limit := f.timeout
+	if killAfter > 0 && killAfter < limit {
+		limit = killAfter
+	}
+	deadline := time.Now().Add(limit)
 	req := &messages.InvokeRequest{
 		Payload:            call.payload,
 		RequestId:          call.requestID,
@@ -467,6 +477,9 @@ func (h *Host) run(f *function, call invocation) result {
 		}
 		return result{status: http.StatusOK, body: resp.Payload}
 	case <-timer.C:
+		if limit < f.timeout {
+			return result{} // killed: invoke answers with the failure that killed it
+		}
 		return Timeout(f.timeout).result(call.requestID)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/seatsaga/seatsaga/internal/deploy"
-	"github.com/seatsaga/seatsaga/internal/relay"
 	"strings"
 	"sync"
 	"time"
@@ -16,37 +14,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/relay"
 	"github.com/seatsaga/seatsaga/internal/saga"
 	"github.com/seatsaga/seatsaga/internal/sale/invariants"
 	"github.com/seatsaga/seatsaga/internal/tables"
-	"github.com/seatsaga/seatsaga/internal/twin/stripesim"
 )
 
-// simLedger reads the payment simulator's books for the invariant checker.
-type simLedger struct{ sim *stripesim.Sim }
-
-func (l simLedger) Payments(context.Context) ([]invariants.Payment, error) {
-	books := l.sim.Ledger()
-	out := make([]invariants.Payment, 0, len(books.Entries))
-	for _, e := range books.Entries {
-		out = append(out, invariants.Payment{
-			ReservationID:   e.ReservationID,
-			PaymentIntentID: e.PaymentIntentID,
-			Status:          e.Status,
-			Amount:          e.Amount,
-			Currency:        e.Currency,
-			Captured:        e.Captured,
-			Refunded:        e.Refunded,
-		})
-	}
-	return out, nil
-}
-
-// Sources are the invariant checker's view of this stack.
+// Sources are the invariant checker's view of this stack: its tables, the provider's books
+// with the refunds it has not settled, its executions and, when the relay runs, the bus's
+// publications and the example consumer's side of them.
 func (st *Stack) Sources() invariants.Sources {
-	return invariants.Sources{
+	src := invariants.Sources{
 		Store:  invariants.DynamoDB{Client: st.DynamoDB, Names: st.Names},
-		Ledger: simLedger{sim: st.Payments},
+		Ledger: refundLedger{sim: st.Payments},
 		Engine: invariants.StepFunctions{Client: st.SFN, StateMachineARN: st.StateMachineARN},
 		Bus:    busPublications{bus: st.Bus},
 		Now:    st.Clock.Now,
@@ -54,6 +35,13 @@ func (st *Stack) Sources() invariants.Sources {
 		// The cap the api enforces, as its environment gives it.
 		MaxActive: st.cfg.MaxActiveReservations,
 	}
+	if st.Bus != nil {
+		src.Consumer = invariants.ExampleConsumer{
+			Store:  invariants.DynamoDB{Client: st.DynamoDB, Names: st.Names},
+			Sender: st.Notifications,
+		}
+	}
+	return src
 }
 
 // Check runs the invariant checker over the stack as it is now. Call Settle first: a sale in

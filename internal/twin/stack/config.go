@@ -162,6 +162,11 @@ type Config struct {
 	// a non-nil answer fails that call with it, before anything is sent, as a throttle or an
 	// outage would. Tests use it to fail one precise write.
 	DynamoDBFault func(op string, params any) error
+	// StepFunctionsLoseResponse, when set, is asked after every Step Functions call a
+	// function made that succeeded (its role name, e.g. RoleName(FnAPI), and the operation):
+	// true drops the connection before the answer, so the call took effect and the function
+	// sees it fail as a lost response does (awsgate.Options.LoseResponse).
+	StepFunctionsLoseResponse func(role, operation string) bool
 	// chaos is what WithChaos set up: the fault classes RunSale injects and the stack the
 	// DynamoDB hook commits lost writes with.
 	chaos *chaosBinding

@@ -100,7 +100,7 @@ func TestTheMatrixNamesOnlyDeployedAlarms(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"ProviderUnavailable", "WebhookRejected", "WebhooksNotArriving", "SweeperErrors", "Throttled",
-		"ClaimThrottles", "OldestRunningExecutionAge", "ConsumerDLQDepth"} {
+		"ClaimThrottles", "OldestRunningExecutionAge", "ConsumerDLQDepth", "UnknownPaymentMethods"} {
 		if !proved[name] {
 			t.Errorf("no row of the matrix proves %s", name)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -58,6 +60,7 @@ func (st *Stack) startGate() error {
 		DynamoDBAccessKeyID:   adminAccessKeyID,
 		StepFunctionsEndpoint: st.Endpoints.StepFunctions,
 		TaskStateMachine:      engine.TokenStateMachine,
+		LoseResponse:          st.cfg.StepFunctionsLoseResponse,
 		Clock:                 st.Clock,
 		Logger:                st.log,
 	})
@@ -140,6 +143,7 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 	}
 	st.environments = map[string]map[string]string{}
 	st.handlers = map[string]any{}
+	st.skews = map[string]*atomic.Int64{}
 	specs := st.cfg.Functions
 	if specs == nil {
 		specs = deploy.Functions()
@@ -155,7 +159,7 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 		a, err := app.FromEnvironment(ctx, fn.Name, app.Runtime{
 			Lookup: config.MapLookup(env),
 			AWS:    st.FunctionAWSConfig(fn.Name),
-			Now:    st.Clock.Now, Logger: st.functionLogger(fn.Name), Metrics: st.functionMetrics(fn.Name, env),
+			Now:    st.functionNow(fn.Name), Logger: st.functionLogger(fn.Name), Metrics: st.functionMetrics(fn.Name, env),
 			Sender:            st.Notifications,
 			StripeTimeout:     st.cfg.PaymentsTimeout,
 			WebhookTolerance:  st.cfg.WebhookTolerance,
@@ -175,6 +179,14 @@ func (st *Stack) registerHandlers(ctx context.Context) error {
 	}
 	st.AppConfig = cfg
 	return nil
+}
+
+// functionNow is a function's clock: the stack's, shifted by the skew the chaos gives it
+// (load.ClockSkew; none outside a chaos run).
+func (st *Stack) functionNow(fn string) func() time.Time {
+	skew := &atomic.Int64{}
+	st.skews[fn] = skew
+	return func() time.Time { return st.Clock.Now().Add(time.Duration(skew.Load())) }
 }
 
 // Handler is the handler the local stack built for a function (tests wrap one to break it and

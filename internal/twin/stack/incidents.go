@@ -48,6 +48,11 @@ const StuckThreshold = 10 * time.Minute
 // authorized at once needs none), fewer than the deployment's default of five.
 const SmallSaleWebhooksNotArriving = 2
 
+// SmallSaleUnknownPaymentMethods is the UnknownPaymentMethods threshold the
+// "payment-methods-of-another-account" incident configures: a small sale has a dozen buyers
+// with a payment method, fewer than the deployment's default of ten in five minutes needs.
+const SmallSaleUnknownPaymentMethods = 3
+
 func smallSaleWebhookThreshold(c *Config) {
 	c.Thresholds.WebhooksNotArriving = SmallSaleWebhooksNotArriving
 }
@@ -85,6 +90,14 @@ func Incidents() []Incident {
 			},
 			// Every wait then ends by its timeout although the provider decided.
 			Alarms: []string{"WebhookRejected", "WebhooksNotArriving"}},
+		{Name: "payment-methods-of-another-account", Description: "the provider knows none of the buyers' payment methods, as when the checkout creates them with another account's publishable key",
+			Configure: func(c *Config) { c.Thresholds.UnknownPaymentMethods = SmallSaleUnknownPaymentMethods },
+			Arm: func(st *Stack) (func(), error) {
+				st.Payments.ForgetPaymentMethods(true)
+				return func() { st.Payments.ForgetPaymentMethods(false) }, nil
+			},
+			// Each buyer is declined at once and the seats go back: only the rate tells.
+			Alarms: []string{"UnknownPaymentMethods"}},
 		{Name: "sweeper-failing", Description: "every sweeper invocation crashes",
 			Arm: func(st *Stack) (func(), error) {
 				if err := st.Lambdas.FailBefore(FnSweeper, 1_000_000, lambdahost.Crash()); err != nil {

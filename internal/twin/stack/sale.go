@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
+	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -258,7 +261,7 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 		// chaos stopped, what remains is cleared and the stack settles again without it.
 		endChaos()
 		st.Payments.ClearFaults()
-		for _, fn := range SagaFunctions {
+		for _, fn := range append([]string{FnSweeper}, SagaFunctions...) {
 			st.Lambdas.ClearFaults(fn)
 		}
 		b := st.cfg.chaos
@@ -289,7 +292,7 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	}
 	res.Alarms = st.AlarmChangesSince(res.Start)
 	res.Samples = sampler.Stop()
-	if res.Snapshot, err = invariants.Collect(ctx, st.saleSources()); err != nil {
+	if res.Snapshot, err = invariants.Collect(ctx, st.Sources()); err != nil {
 		return nil, err
 	}
 	res.Verdict = invariants.Check(res.Snapshot)
@@ -847,6 +850,9 @@ func WithChaos(cfg *Config, in *load.Injector) {
 	b := &chaosBinding{injector: in}
 	cfg.chaos = b
 	cfg.DynamoDBFault = b.dynamoDBFault
+	if in.On(load.StepFunctionsResponseLost) {
+		cfg.StepFunctionsLoseResponse = b.loseStepFunctionsResponse
+	}
 	if in.On(load.StepFunctionsThrottle) {
 		q := stepfunctions.DefaultQuotas()
 		for _, action := range chaosThrottledActions {
@@ -859,6 +865,21 @@ func WithChaos(cfg *Config, in *load.Injector) {
 // chaosThrottledActions are the Step Functions actions the chaos throttles: the api's start
 // and the webhook's answers to the waiting task.
 var chaosThrottledActions = []string{"StartExecution", "SendTaskSuccess", "SendTaskFailure"}
+
+// loseStepFunctionsResponse loses the answer of a function's call among the chaos's actions
+// while a sale runs (the stack's own calls, made as the account, are left alone).
+func (b *chaosBinding) loseStepFunctionsResponse(role, op string) bool {
+	if role == "" || b.stack.Load() == nil || !slices.Contains(chaosThrottledActions, op) {
+		return false
+	}
+	return b.injector.Strike(load.StepFunctionsResponseLost)
+}
+
+// strike draws one opportunity of class while st runs a chaos sale.
+func (st *Stack) strike(class load.FaultClass) bool {
+	b := st.cfg.chaos
+	return b != nil && b.stack.Load() == st && b.injector.Strike(class)
+}
 
 // chaosQuota is a bucket small enough that a sale's bursts overflow it: four calls, refilled
 // at two per second of stack time at rate 0, down to a tenth of one at rate 1.
@@ -887,6 +908,9 @@ func (b *chaosBinding) dynamoDBFault(op string, params any) error {
 	if in.Strike(load.DynamoDBInternalError) {
 		return &ddbtypes.InternalServerError{Message: aws.String("Internal server error (injected before the write).")}
 	}
+	if op == "TransactWriteItems" && in.Strike(load.DynamoDBTransactionConflict) {
+		return transactionConflict(params, in.Draw())
+	}
 	st := b.stack.Load()
 	if st == nil || !isDynamoDBWrite(op) || !in.On(load.DynamoDBResponseLost) {
 		return nil
@@ -906,6 +930,31 @@ func (b *chaosBinding) dynamoDBFault(op string, params any) error {
 }
 
 func (b *chaosBinding) rate(c load.FaultClass) float64 { return b.injector.Rate(c) }
+
+// transactionConflict is DynamoDB's answer to a transaction that another transaction's write
+// overlapped: cancelled before it wrote, one item's reason TransactionConflict (the one draw
+// picks) and the others' None.
+func transactionConflict(params any, draw float64) error {
+	n := 1
+	if in, ok := params.(*dynamodb.TransactWriteItemsInput); ok && len(in.TransactItems) > 0 {
+		n = len(in.TransactItems)
+	}
+	hit := min(int(draw*float64(n)), n-1)
+	reasons := make([]ddbtypes.CancellationReason, n)
+	codes := make([]string, n)
+	for i := range reasons {
+		codes[i] = "None"
+		if i == hit {
+			codes[i] = "TransactionConflict"
+			reasons[i].Message = aws.String("Transaction is ongoing for the item")
+		}
+		reasons[i].Code = aws.String(codes[i])
+	}
+	return &ddbtypes.TransactionCanceledException{
+		Message:             aws.String("Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "] (injected)"),
+		CancellationReasons: reasons,
+	}
+}
 
 func isDynamoDBWrite(op string) bool {
 	switch op {
@@ -973,6 +1022,8 @@ func (st *Stack) runChaos(in *load.Injector, stop <-chan struct{}) {
 		class  load.FaultClass
 		mutate func(c *stripesim.WebhookConfig)
 	}{
+		{load.WebhookDuplicated, func(c *stripesim.WebhookConfig) { c.DuplicateRate = 1 }},
+		{load.WebhookReordered, func(c *stripesim.WebhookConfig) { c.Reorder = true }},
 		{load.WebhookDelayed, func(c *stripesim.WebhookConfig) {
 			c.Delay += time.Duration((1 + 2*in.Draw()) * float64(time.Minute))
 		}},
@@ -983,6 +1034,12 @@ func (st *Stack) runChaos(in *load.Injector, stop <-chan struct{}) {
 	defer func() {
 		if !webhookWindowEnds.IsZero() {
 			st.Payments.SetWebhook(st.webhookConfig())
+		}
+	}()
+	skewed := map[string]time.Time{}
+	defer func() {
+		for fn := range skewed {
+			st.skews[fn].Store(0)
 		}
 	}()
 	ticker := time.NewTicker(chaosTick)
@@ -1028,6 +1085,9 @@ func (st *Stack) runChaos(in *load.Injector, stop <-chan struct{}) {
 			if in.Allow(load.ProviderFailBefore) && in.Draw() < in.Rate(load.ProviderFailBefore) {
 				st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultFailBeforeActing, OnInjected: func() { in.Count(load.ProviderFailBefore) }})
 			}
+			if in.Allow(load.ProviderRateLimited) && in.Draw() < in.Rate(load.ProviderRateLimited) {
+				st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultRateLimited, OnInjected: func() { in.Count(load.ProviderRateLimited) }})
+			}
 			if ep == stripesim.EndpointConfirmIntent || ep == stripesim.EndpointCaptureIntent {
 				if in.Allow(load.ProviderLoseResponse) && in.Draw() < in.Rate(load.ProviderLoseResponse) {
 					st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultLoseResponse, OnInjected: func() { in.Count(load.ProviderLoseResponse) }})
@@ -1039,6 +1099,7 @@ func (st *Stack) runChaos(in *load.Injector, stop <-chan struct{}) {
 				st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultLatency, Latency: latency, OnInjected: func() { in.Count(load.ProviderSlow) }})
 			}
 		}
+		st.skewClocks(in, skewed)
 		// A webhook window ends by restoring the endpoint's configuration; a new one opens
 		// only when none is open, so the windows never overlap.
 		if !webhookWindowEnds.IsZero() && time.Now().After(webhookWindowEnds) {
@@ -1096,20 +1157,6 @@ func (st *Stack) clockScale() float64 {
 	return 1
 }
 
-// saleSources are Sources with what only a sale's check reads: the provider's unsettled
-// refunds and the example consumer's side of the published events.
-func (st *Stack) saleSources() invariants.Sources {
-	src := st.Sources()
-	src.Ledger = refundLedger{sim: st.Payments}
-	if st.Bus != nil {
-		src.Consumer = invariants.ExampleConsumer{
-			Store:  invariants.DynamoDB{Client: st.DynamoDB, Names: st.Names},
-			Sender: st.Notifications,
-		}
-	}
-	return src
-}
-
 // refundLedger is the simulator's books with the refunds it has not settled, which
 // refund-settled judges.
 type refundLedger struct{ sim *stripesim.Sim }
@@ -1141,4 +1188,35 @@ func (st *Stack) awaitConsumer(ctx context.Context, timeout time.Duration) error
 		}
 	}
 	return nil
+}
+
+// skewWindow is how long, in wall time, one function's clock stays skewed.
+const skewWindow = 2 * time.Second
+
+// skewClocks ends the clock skews whose window is over and draws, for each function whose
+// clock is true, a skew of one to five seconds of stack time ahead or behind.
+func (st *Stack) skewClocks(in *load.Injector, skewed map[string]time.Time) {
+	if !in.On(load.ClockSkew) {
+		return
+	}
+	now := time.Now()
+	for _, fn := range slices.Sorted(maps.Keys(st.skews)) {
+		if ends, ok := skewed[fn]; ok {
+			if now.After(ends) {
+				st.skews[fn].Store(0)
+				delete(skewed, fn)
+			}
+			continue
+		}
+		if !in.Strike(load.ClockSkew) {
+			continue
+		}
+		d := time.Duration((1 + 4*in.Draw()) * float64(time.Second))
+		if in.Draw() < 0.5 {
+			d = -d
+		}
+		st.skews[fn].Store(int64(d))
+		skewed[fn] = now.Add(skewWindow)
+		st.log.Info("stack: chaos skews a function's clock", "function", fn, "skew", d.String())
+	}
 }

@@ -1,9 +1,12 @@
 package stack
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -79,4 +82,75 @@ func TestChaosTightensTheStepFunctionsQuotas(t *testing.T) {
 	if got := high.StepFunctionsQuotas.API["DescribeExecution"]; got.Size != 300 {
 		t.Fatalf("DescribeExecution changed: %+v", got)
 	}
+}
+
+// A transaction conflict is DynamoDB's cancellation before the write: one reason per item,
+// exactly one of them TransactionConflict.
+func TestChaosTransactionConflictCancelsTheWholeTransaction(t *testing.T) {
+	in := load.NewInjector(load.Chaos{load.DynamoDBTransactionConflict: {Rate: 1, Cap: 1}}, 1)
+	var cfg Config
+	WithChaos(&cfg, in)
+	items := &dynamodb.TransactWriteItemsInput{TransactItems: make([]ddbtypes.TransactWriteItem, 3)}
+	if err := cfg.DynamoDBFault("PutItem", &dynamodb.PutItemInput{}); err != nil {
+		t.Fatalf("a single write got %v; only transactions conflict", err)
+	}
+	err := cfg.DynamoDBFault("TransactWriteItems", items)
+	var tce *ddbtypes.TransactionCanceledException
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) != 3 {
+		t.Fatalf("got %v; want a cancellation with three reasons", err)
+	}
+	conflicts := 0
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "TransactionConflict":
+			conflicts++
+		case "None":
+		default:
+			t.Fatalf("reason %q", aws.ToString(r.Code))
+		}
+	}
+	if conflicts != 1 || in.Injected()[load.DynamoDBTransactionConflict] != 1 {
+		t.Fatalf("%d conflicting items, %d counted; want 1 and 1", conflicts, in.Injected()[load.DynamoDBTransactionConflict])
+	}
+	if err := cfg.DynamoDBFault("TransactWriteItems", items); err != nil {
+		t.Fatalf("past its cap: %v", err)
+	}
+}
+
+// The fault classes that strike the sweeper, the clock, the Step Functions answers, the
+// provider's rate limit, transactions and the webhooks' order each hit a small chaos sale,
+// which still ends with every rule holding.
+func TestASmallSaleUnderTheSweeperClockAndLostAnswerFaultsKeepsEveryRule(t *testing.T) {
+	chaos, err := load.ParseChaos("dynamodb-transaction-conflict=0.05,provider-rate-limited=0.3," +
+		"webhook-duplicated=0.5,webhook-reordered=0.5,stepfunctions-response-lost=0.2," +
+		"sweeper-crash=1/2,sweeper-concurrent=1/3,clock-skew=0.05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := load.NewInjector(chaos, 3)
+	cfg := Compressed(20, 3*time.Minute)
+	// A sweep every ten seconds of stack time: several within the sale.
+	cfg.SweepInterval = 10 * time.Second
+	WithChaos(&cfg, in)
+	st := start(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	res, err := st.RunSale(ctx, SaleOptions{
+		EventID: "chaos", Seats: 16, Buyers: 48, SeatsPerBuyer: 1, Seed: 3,
+		Mix:         load.Mix{load.Pays: 0.6, load.Declines: 0.1, load.ThreeDS: 0.2, load.ThreeDSNo: 0.1},
+		Concurrency: 16, PollInterval: 50 * time.Millisecond, BuyerTimeout: 2 * time.Minute, SettleTimeout: 2 * time.Minute,
+		ClockScale: 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for class := range chaos {
+		if res.Faults[class] == 0 {
+			t.Errorf("%s was never injected: %s", class, load.InjectedLine(res.Faults))
+		}
+	}
+	if !res.Settled || !res.Verdict.OK() {
+		t.Fatalf("settled %v, verdict %+v", res.Settled, res.Verdict)
+	}
+	t.Logf("faults: %s", load.InjectedLine(res.Faults))
 }

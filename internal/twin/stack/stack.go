@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -121,6 +122,8 @@ type Stack struct {
 	deployment   *localDeployment
 	environments map[string]map[string]string
 	handlers     map[string]any
+	// skews are the chaos's clock skew of each function (load.ClockSkew), in nanoseconds.
+	skews map[string]*atomic.Int64
 	// usage counts what AWS would bill that the twin's services do not count (usage.go).
 	usage usageMeter
 

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	lambdaruntime "github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 )
 
 // sweepLoop invokes the sweeper function through the Lambda host every interval of the stack's
@@ -54,10 +58,20 @@ func (st *Stack) startSweeper() {
 			go func() {
 				defer st.wg.Done()
 				defer l.running.Store(false)
+				st.armSweeperCrash()
 				if err := st.Sweep(); err != nil && st.ctx.Err() == nil {
 					st.log.Warn("stack: sweep failed", "error", err.Error())
 				}
 			}()
+			if st.strike(load.SweeperConcurrent) {
+				st.wg.Add(1)
+				go func() {
+					defer st.wg.Done()
+					if err := st.sweepAlongside(); err != nil && st.ctx.Err() == nil {
+						st.log.Warn("stack: the second sweep failed", "error", err.Error())
+					}
+				}()
+			}
 		}
 		l.timer = st.Clock.AfterFunc(st.cfg.SweepInterval, tick)
 	}
@@ -66,15 +80,56 @@ func (st *Stack) startSweeper() {
 	l.mu.Unlock()
 }
 
-// Sweep invokes the sweeper function once, with the scheduled event EventBridge would send,
-// and waits for it.
-func (st *Stack) Sweep() error {
-	payload, err := json.Marshal(events.EventBridgeEvent{
+// scheduledEvent is the event EventBridge's schedule sends the sweeper.
+func (st *Stack) scheduledEvent() ([]byte, error) {
+	return json.Marshal(events.EventBridgeEvent{
 		Version: "0", ID: randomHex(16), DetailType: "Scheduled Event", Source: "aws.events",
 		AccountID: AccountID, Time: st.Clock.Now().UTC(), Region: Region,
 		Resources: []string{fmt.Sprintf("arn:aws:events:%s:%s:rule/seatsaga-sweeper", Region, AccountID)},
 		Detail:    json.RawMessage(`{}`),
 	})
+}
+
+// armSweeperCrash draws, while a chaos sale runs, whether the sweep about to start is killed
+// at a random moment of its batch (load.SweeperCrash): 2 to 200 ms of wall time after its
+// handler starts, which falls within a batch of a few holds; a sweep done sooner is killed
+// after its work, before it returns.
+func (st *Stack) armSweeperCrash() {
+	b := st.cfg.chaos
+	if b == nil || b.stack.Load() != st {
+		return
+	}
+	in := b.injector
+	if !in.Allow(load.SweeperCrash) || in.Draw() >= in.Rate(load.SweeperCrash) {
+		return
+	}
+	f := lambdahost.Crash()
+	f.KillAfter = time.Duration((0.002 + 0.198*in.Draw()) * float64(time.Second))
+	f.OnInjected = func() { in.Count(load.SweeperCrash) }
+	if err := st.Lambdas.FailAfter(FnSweeper, 1, f); err != nil {
+		st.log.Warn("stack: arm a sweeper crash", "error", err.Error())
+	}
+}
+
+// sweepAlongside runs the sweeper's handler once in this process, outside the Lambda host and
+// the reserved concurrency of 1 that keeps scheduled sweeps apart: a second sweeper at once
+// with the scheduled one, as an operator's manual run with the reservation lifted, or a
+// second deployment over the same tables, would be (load.SweeperConcurrent).
+func (st *Stack) sweepAlongside() error {
+	payload, err := st.scheduledEvent()
+	if err != nil {
+		return err
+	}
+	if _, err := lambdaruntime.NewHandler(st.handlers[FnSweeper]).Invoke(st.ctx, payload); err != nil {
+		return fmt.Errorf("sweeper alongside: %w", err)
+	}
+	return nil
+}
+
+// Sweep invokes the sweeper function once, with the scheduled event EventBridge would send,
+// and waits for it.
+func (st *Stack) Sweep() error {
+	payload, err := st.scheduledEvent()
 	if err != nil {
 		return err
 	}

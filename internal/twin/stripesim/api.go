@@ -133,6 +133,14 @@ func (s *Sim) handle(w http.ResponseWriter, r *http.Request, ep Endpoint, params
 		writeJSON(w, resp.status, resp.body)
 		return
 	}
+	if faults.rateLimited {
+		s.mu.Unlock()
+		s.log.Info("fault: rate limited", "endpoint", ep, "idempotency_key", key)
+		resp := apiError(http.StatusTooManyRequests, "invalid_request_error", "rate_limit", "",
+			"Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits (simulated).", nil)
+		writeJSON(w, resp.status, resp.body)
+		return
+	}
 	var entry *idemEntry
 	if key != "" {
 		if e, found := s.idem[key]; found && s.now().Sub(e.created) < idempotencyKeyLifetime {

@@ -32,6 +32,10 @@ const (
 	// FaultDropConnection acts, saves the response, then closes the connection at once
 	// (the client sees EOF / connection reset).
 	FaultDropConnection FaultKind = "drop_connection"
+	// FaultRateLimited answers 429 rate_limit before the endpoint starts, as Stripe does to
+	// an account past its request rate: like FaultFailBeforeActing, nothing changes and
+	// nothing is saved under the idempotency key.
+	FaultRateLimited FaultKind = "rate_limited"
 	// FaultLatency waits Fault.Latency (real time) before acting, with the idempotency key
 	// marked in flight, so a concurrent request with the same key gets 409.
 	FaultLatency FaultKind = "latency"
@@ -102,19 +106,30 @@ func (s *Sim) SetLatency(ep Endpoint, d time.Duration) {
 	s.latency[ep] = d
 }
 
+// ForgetPaymentMethods makes every payment method unknown while forget is true: a confirm
+// answers resource_missing on payment_method, as Stripe does to payment methods created with
+// the publishable key of another account or mode. ClearFaults ends it too.
+func (s *Sim) ForgetPaymentMethods(forget bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.methodsUnknown = forget
+}
+
 // ClearFaults removes every injected fault and latency.
 func (s *Sim) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = map[Endpoint][]*activeFault{}
 	s.latency = map[Endpoint]time.Duration{}
+	s.methodsUnknown = false
 }
 
 // plannedFaults is what one call will suffer.
 type plannedFaults struct {
-	failBefore bool
-	latency    time.Duration
-	lose       FaultKind // "", FaultLoseResponse or FaultDropConnection
+	failBefore  bool
+	rateLimited bool
+	latency     time.Duration
+	lose        FaultKind // "", FaultLoseResponse or FaultDropConnection
 }
 
 // takeFaults consumes the faults armed for ep; must hold s.mu.
@@ -135,6 +150,8 @@ func (s *Sim) takeFaults(ep Endpoint) plannedFaults {
 			switch f.Kind {
 			case FaultFailBeforeActing:
 				p.failBefore = true
+			case FaultRateLimited:
+				p.rateLimited = true
 			case FaultLatency:
 				p.latency += f.Latency
 			case FaultLoseResponse, FaultDropConnection:

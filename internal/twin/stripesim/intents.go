@@ -126,7 +126,7 @@ func (s *Sim) confirmIntent(id string, params url.Values, req requestInfo) respo
 		return invalidRequest("payment_intent_unexpected_state", "payment_method",
 			"You cannot confirm this PaymentIntent because it's missing a payment method. To confirm the PaymentIntent with "+pi.id+", specify a payment method attached to this customer along with the customer ID.")
 	}
-	if _, known := methods[pm]; !known {
+	if _, known := methods[pm]; !known || s.methodsUnknown {
 		return invalidRequest("resource_missing", "payment_method", "No such PaymentMethod: '"+pm+"'")
 	}
 	return s.confirm(pi, pm, expands(params, "latest_charge"), req)

@@ -81,8 +81,10 @@ type Sim struct {
 	outbox    []*event // emitted under mu, scheduled for delivery after it is released
 	hooks     hookState
 	timers    map[clock.Timer]struct{}
-	closed    bool
-	done      chan struct{}
+	// methodsUnknown makes every payment method unknown (ForgetPaymentMethods).
+	methodsUnknown bool
+	closed         bool
+	done           chan struct{}
 
 	server serve.Server
 }

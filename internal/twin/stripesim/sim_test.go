@@ -377,6 +377,21 @@ func TestFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("rate limited answers 429 and does not act", func(t *testing.T) {
+		rg := newRig(t, stripesim.Options{})
+		rg.sim.InjectFault(stripesim.EndpointCreateIntent, stripesim.Fault{Kind: stripesim.FaultRateLimited})
+		if r := rg.call("POST", "/v1/payment_intents", "k1", create); r.status != 429 || r.errField("code") != "rate_limit" {
+			t.Fatalf("rate limited call: %d %v", r.status, r.body)
+		}
+		if n := len(rg.sim.Ledger().Entries); n != 0 {
+			t.Fatalf("%d PaymentIntents after a rate-limited call", n)
+		}
+		// Nothing was saved under the key: the retry acts.
+		if r := rg.call("POST", "/v1/payment_intents", "k1", create); r.status != 200 {
+			t.Fatalf("retry after 429: %d %v", r.status, r.body)
+		}
+	})
+
 	for _, kind := range []stripesim.FaultKind{stripesim.FaultDropConnection, stripesim.FaultLoseResponse} {
 		t.Run(string(kind)+" acts and saves the answer", func(t *testing.T) {
 			// A short hold: the server gives up on the silent client before the client's own

@@ -1,0 +1,137 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/seatsaga/seatsaga/internal/clock"
+	"github.com/seatsaga/seatsaga/internal/inventory"
+	"github.com/seatsaga/seatsaga/internal/metrics"
+	"github.com/seatsaga/seatsaga/internal/reservation"
+	"github.com/seatsaga/seatsaga/internal/saga"
+	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
+	"github.com/seatsaga/seatsaga/internal/tables"
+	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
+)
+
+// racingReads is the store with the saga running between a read and what follows it:
+// afterMiss, when set, runs once right after a read finds no reservation.
+type racingReads struct {
+	ReservationStore
+	afterMiss func()
+}
+
+func (r *racingReads) Get(ctx context.Context, id string) (reservation.Reservation, error) {
+	got, err := r.ReservationStore.Get(ctx, id)
+	var nf *reservation.NotFound
+	if errors.As(err, &nf) && r.afterMiss != nil {
+		race := r.afterMiss
+		r.afterMiss = nil
+		race()
+	}
+	return got, err
+}
+
+// A retry of a POST whose replay read found no reservation (the saga had not claimed yet) but
+// that reaches the gate after the saga claimed and the hold ended is answered from the stored
+// reservation, as a replay is: no execution starts, and the retry takes no place under the cap
+// and leases no seat. The gate is the real one, on DynamoDB Local.
+func TestARetryAfterTheHoldEndedIsNotReadmitted(t *testing.T) {
+	ends := map[string]func(t *testing.T, inv *inventory.Store, clk *clock.Fake, r reservation.Reservation){
+		"released": func(t *testing.T, inv *inventory.Store, _ *clock.Fake, r reservation.Reservation) {
+			if _, err := inv.Release(context.Background(), reservation.ReleaseRequest{ReservationID: r.ID, Guard: reservation.GuardOf(r), Reason: "declined"}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"expired": func(t *testing.T, inv *inventory.Store, clk *clock.Fake, r reservation.Reservation) {
+			clk.Set(r.HoldExpiresAt.Add(time.Second))
+			if _, err := inv.Expire(context.Background(), r.ID, reservation.Held, reservation.GuardOf(r)); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, end := range ends {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
+			// DynamoDB Local collects items by TTL on the wall clock: start the fake clock there.
+			clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+			inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(2500, "eur", "A1", "A2", "A3")); err != nil {
+				t.Fatal(err)
+			}
+			sf := sagatest.NewStepFunctions()
+			sf.Now = clk.Now
+			reads := &racingReads{ReservationStore: inv}
+			h, err := New(Deps{
+				Reservations: reads, Admissions: inv, Seats: &DynamoCatalog{Client: env.Client, Table: env.Names.Of(tables.SeatsTable)},
+				SFN: sf, StateMachineARN: testMachine, MaxSeats: 3, MaxActiveReservations: 2, Now: clk.Now,
+				Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.NewMemory(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			post := func(customer, key, seat string) answer {
+				t.Helper()
+				resp, err := h.Handle(ctx, postReq(customer, "ev1", key, `{"seatIds":["`+seat+`"],"paymentMethod":"pm_card_visa"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return answer{status: resp.StatusCode, body: resp.Body}
+			}
+			first := post("alice", "k1", "A1")
+			var view ReservationStatus
+			if err := json.Unmarshal([]byte(first.body), &view); err != nil || first.status != 202 {
+				t.Fatalf("alice's POST: %d %s", first.status, first.body)
+			}
+			ex, ok := sf.Execution(sagatest.ExecutionARN(testMachine, view.ReservationID))
+			var in saga.Input
+			if !ok || json.Unmarshal([]byte(ex.Input), &in) != nil || in.SlotKey == "" {
+				t.Fatalf("alice's execution %+v", ex)
+			}
+			// The saga claims and the hold ends between the retry's replay read and its gate.
+			reads.afterMiss = func() {
+				r, err := inv.Claim(ctx, reservation.ClaimRequest{ReservationID: in.ReservationID, CustomerID: in.CustomerID,
+					EventID: in.EventID, SeatIDs: in.SeatIDs, Amount: in.Amount, Currency: in.Currency,
+					HoldDuration: h.d.Hold, IdempotencyKey: in.IdempotencyKey, SlotKey: in.SlotKey})
+				if err != nil {
+					t.Fatal(err)
+				}
+				end(t, inv, clk, r)
+			}
+			retry := post("alice", "k1", "A1")
+			stored, err := inv.Get(ctx, view.ReservationID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got ReservationStatus
+			if err := json.Unmarshal([]byte(retry.body), &got); err != nil || retry.status != 202 || got.Status != string(stored.Inventory) ||
+				got.Version != stored.Version {
+				t.Fatalf("the retry after the hold %s: %d %s, want 202 with the stored reservation (%s)", name, retry.status, retry.body, stored.Inventory)
+			}
+			if n := sf.Calls(sagatest.SFNStartExecution); n != 1 {
+				t.Fatalf("%d StartExecution calls, want alice's first only", n)
+			}
+			for _, p := range []struct{ customer, key, seat string }{{"alice", "k2", "A2"}, {"alice", "k3", "A3"}, {"bob", "k1", "A1"}} {
+				if got := post(p.customer, p.key, p.seat); got.status != 202 {
+					t.Fatalf("%s's POST for %s after the retry: %d %s, want 202 (the retry took no place and leased no seat)",
+						p.customer, p.seat, got.status, got.body)
+				}
+			}
+		})
+	}
+}
+
+// answer is one answer of the handler: its status and body.
+type answer struct {
+	status int
+	body   string
+}
