@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -44,6 +45,9 @@ type DynamoCatalog struct {
 	Client DynamoReader
 	// Table is the deployed Seats table name.
 	Table string
+	// AdmissionsTable, when set, is the deployed Admissions table name: the catalog then also
+	// reads a reservation's admission in the same request as its seats (AdmissionAndSeats).
+	AdmissionsTable string
 }
 
 // catalogReads are the admission pre-check's reads: eventually consistent (the Claim step's
@@ -57,6 +61,43 @@ func (c *DynamoCatalog) Seats(ctx context.Context, eventID string, seatIDs []str
 	if err != nil {
 		return nil, fmt.Errorf("read seats of event %s: %w", eventID, err)
 	}
+	return catalogSeats(eventID, seatIDs, items)
+}
+
+// AdmissionAndSeats implements AdmissionAndSeats with one BatchGetItem over both tables: the
+// admission strongly consistent, as Admissions.GetAdmission reads it, the seats eventually
+// consistent, as Seats reads them. Without AdmissionsTable it reads nothing and says so.
+func (c *DynamoCatalog) AdmissionAndSeats(ctx context.Context, reservationID, eventID string, seatIDs []string) (a reservation.Admission, found bool, seats map[string]CatalogSeat, err error) {
+	if c.AdmissionsTable == "" || len(seatIDs) >= 100 {
+		return a, false, nil, errNoAdmissionAndSeats
+	}
+	items, err := inventory.BatchGet(ctx, c.Client, map[string]types.KeysAndAttributes{
+		c.Table: inventory.SeatKeys(eventID, seatIDs),
+		c.AdmissionsTable: {
+			Keys:           []map[string]types.AttributeValue{{tables.AttrReservationID: &types.AttributeValueMemberS{Value: reservationID}}},
+			ConsistentRead: aws.Bool(true),
+		},
+	}, catalogReads)
+	if err != nil {
+		return a, false, nil, fmt.Errorf("read admission %s and seats of event %s: %w", reservationID, eventID, err)
+	}
+	if got := items[c.AdmissionsTable]; len(got) > 0 {
+		if a, err = inventory.DecodeAdmission(got[0]); err != nil {
+			return a, false, nil, fmt.Errorf("read admission %s: %w", reservationID, err)
+		}
+		found = true
+	}
+	if seats, err = catalogSeats(eventID, seatIDs, items[c.Table]); err != nil {
+		return a, false, nil, err
+	}
+	return a, found, seats, nil
+}
+
+// errNoAdmissionAndSeats says a catalog cannot read both at once: the handler reads them apart.
+var errNoAdmissionAndSeats = errors.New("api: the catalog does not read admissions")
+
+// catalogSeats decodes the items of a seats read, keyed by seat id.
+func catalogSeats(eventID string, seatIDs []string, items []map[string]types.AttributeValue) (map[string]CatalogSeat, error) {
 	out := make(map[string]CatalogSeat, len(seatIDs))
 	for _, item := range items {
 		cs, err := catalogSeatFromItem(item)

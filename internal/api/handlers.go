@@ -51,12 +51,16 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	log := h.d.Logger.With("reservationId", id, "eventId", eventID)
 
 	// A replay must be answered before the pre-check, which would see the seats held by the
-	// very reservation being replayed.
-	prior, resp, done, e := h.replay(ctx, id, hash)
+	// very reservation being replayed. The catalog reads both at once when it can.
+	first, e := h.readFirst(ctx, id, eventID, body.SeatIDs)
+	if e != nil {
+		return events.APIGatewayProxyResponse{}, e
+	}
+	prior, resp, done, e := h.replay(ctx, id, hash, first)
 	if done {
 		return resp, e
 	}
-	price, e := h.admit(ctx, id, eventID, body)
+	price, e := h.admit(ctx, id, eventID, body, first.seats)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, h.refused(ctx, log, e)
 	}
@@ -171,18 +175,41 @@ func (h *Handler) gateRefusal(ctx context.Context, id string, err error) *Error 
 	return h.serverError(ctx, "admission gate", err, "reservationId", id)
 }
 
+// firstRead is what a POST reads before it decides anything: the reservation's admission, and
+// the seats of its request when the catalog read them in the same request (nil otherwise).
+type firstRead struct {
+	admission reservation.Admission
+	found     bool
+	seats     map[string]CatalogSeat
+}
+
+// readFirst reads the admission, with the seats in the same request when the catalog can.
+func (h *Handler) readFirst(ctx context.Context, id, eventID string, seatIDs []string) (firstRead, *Error) {
+	if c, ok := h.d.Seats.(AdmissionAndSeats); ok {
+		a, found, seats, err := c.AdmissionAndSeats(ctx, id, eventID, seatIDs)
+		if err == nil {
+			return firstRead{admission: a, found: found, seats: seats}, nil
+		}
+		if !errors.Is(err, errNoAdmissionAndSeats) {
+			return firstRead{}, h.serverError(ctx, "read admission and seats", err, "reservationId", id)
+		}
+	}
+	a, found, err := h.d.Admissions.GetAdmission(ctx, id)
+	if err != nil {
+		return firstRead{}, h.serverError(ctx, "read admission", err, "reservationId", id)
+	}
+	return firstRead{admission: a, found: found}, nil
+}
+
 // replay answers a POST whose reservation id the gate admitted before, from DynamoDB: the same
 // request gets the same reservation back, another request under the same key is a conflict.
 // done is false when the request must go through the gate again: it was admitted, but the
 // saga has not written the reservation, so its start may have failed; prior is then its
 // admission (the zero one, HoldSlot -1, when there is none).
-func (h *Handler) replay(ctx context.Context, id, hash string) (prior reservation.Admission, resp events.APIGatewayProxyResponse, done bool, e *Error) {
+func (h *Handler) replay(ctx context.Context, id, hash string, first firstRead) (prior reservation.Admission, resp events.APIGatewayProxyResponse, done bool, e *Error) {
 	none := reservation.Admission{HoldSlot: -1}
-	a, found, err := h.d.Admissions.GetAdmission(ctx, id)
-	if err != nil {
-		return none, resp, true, h.serverError(ctx, "read admission", err, "reservationId", id)
-	}
-	if !found {
+	a := first.admission
+	if !first.found {
 		return none, resp, false, nil
 	}
 	if a.RequestHash != hash {
@@ -268,10 +295,12 @@ type Price struct {
 // caught by the gate's conditional write; a false "taken" (a seat released a moment ago) is a
 // 409 the client may retry. Prices are read from the same items; they are written with the seat
 // and never change, so a stale read still sees the right price.
-func (h *Handler) admit(ctx context.Context, id, eventID string, body CreateRequest) (Price, *Error) {
-	seats, err := h.d.Seats.Seats(ctx, eventID, body.SeatIDs)
-	if err != nil {
-		return Price{}, h.serverError(ctx, "read seats", err, "reservationId", id)
+func (h *Handler) admit(ctx context.Context, id, eventID string, body CreateRequest, seats map[string]CatalogSeat) (Price, *Error) {
+	if seats == nil {
+		var err error
+		if seats, err = h.d.Seats.Seats(ctx, eventID, body.SeatIDs); err != nil {
+			return Price{}, h.serverError(ctx, "read seats", err, "reservationId", id)
+		}
 	}
 	if len(seats) == 0 {
 		exists, err := h.d.Seats.EventExists(ctx, eventID)

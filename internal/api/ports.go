@@ -52,6 +52,14 @@ type SeatCatalog interface {
 	EventExists(ctx context.Context, eventID string) (bool, error)
 }
 
+// AdmissionAndSeats is what a SeatCatalog may also do: read a reservation's admission
+// (strongly consistent, as Admissions.GetAdmission reads it) and the seats of its request (as
+// Seats reads them) in one request, so that a first POST, the common one, costs one read
+// instead of two. found is false when there is no admission.
+type AdmissionAndSeats interface {
+	AdmissionAndSeats(ctx context.Context, reservationID, eventID string, seatIDs []string) (a reservation.Admission, found bool, seats map[string]CatalogSeat, err error)
+}
+
 // CatalogSeat is what the pre-check needs to know about a seat. Its price is
 // Seat.PriceMinor and Seat.Currency (0 and "" for a seat without a price, which is not on sale).
 type CatalogSeat struct {

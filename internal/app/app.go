@@ -201,13 +201,14 @@ func (b *builder) handler(fn string) (any, error) {
 			AdmissionLease:        cfg.AdmissionLease,
 			MaxActiveReservations: cfg.MaxActiveReservations,
 			Hold:                  cfg.Hold,
-			Seats:                 &api.DynamoCatalog{Client: d.DynamoDB, Table: cfg.Tables.Of(tables.SeatsTable)},
-			SFN:                   d.SFN,
-			Payments:              d.Payments,
-			StateMachineARN:       cfg.StateMachineARN,
-			MaxSeats:              cfg.MaxSeats,
-			AllowedOrigins:        cfg.AllowedOrigins,
-			Now:                   d.Now, Logger: d.Logger, Metrics: d.Metrics,
+			Seats: &api.DynamoCatalog{Client: d.DynamoDB, Table: cfg.Tables.Of(tables.SeatsTable),
+				AdmissionsTable: cfg.Tables.Of(tables.AdmissionsTable)},
+			SFN:             d.SFN,
+			Payments:        d.Payments,
+			StateMachineARN: cfg.StateMachineARN,
+			MaxSeats:        cfg.MaxSeats,
+			AllowedOrigins:  cfg.AllowedOrigins,
+			Now:             d.Now, Logger: d.Logger, Metrics: d.Metrics,
 		})
 		if err != nil {
 			return nil, err

@@ -295,7 +295,7 @@ func Functions() []Function {
 			Grants: append([]Grant{
 				// The seat map is one batch read; a cancel is a whole-item Put of the reservation
 				// with its outbox record, never a seat write.
-				{Actions: []string{"dynamodb:BatchGetItem"}, Resources: []Resource{table(tables.SeatsTable)}},
+				{Actions: []string{"dynamodb:BatchGetItem"}, Resources: []Resource{table(tables.SeatsTable), table(tables.AdmissionsTable)}},
 				seatsOfEvent, readReservation,
 				// A retry of a reservation the saga wrote is answered from it, never admitted
 				// again: the gate's transaction checks that the reservation does not exist.

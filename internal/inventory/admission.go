@@ -98,7 +98,7 @@ func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (r
 		// whatever its seats look like now.
 		var stored *reservation.Admission
 		if c.conditionFailed(tx.admission) {
-			got, err := decodeAdmission(c.reasons[tx.admission].Item)
+			got, err := DecodeAdmission(c.reasons[tx.admission].Item)
 			if err != nil {
 				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
 			}
@@ -455,7 +455,7 @@ func (st *Store) GetAdmission(ctx context.Context, reservationID string) (a rese
 	if len(out.Item) == 0 {
 		return reservation.Admission{}, false, nil
 	}
-	a, err = decodeAdmission(out.Item)
+	a, err = DecodeAdmission(out.Item)
 	return a, err == nil, err
 }
 
@@ -483,7 +483,7 @@ func (st *Store) RejectAdmission(ctx context.Context, reservationID string) erro
 		return fmt.Errorf("inventory: reject admission %s: %w", reservationID, err)
 	}
 	st.log.LogAttrs(ctx, slog.LevelInfo, "admission rejected", slog.String("reservationId", reservationID))
-	a, err := decodeAdmission(out.Attributes)
+	a, err := DecodeAdmission(out.Attributes)
 	if err != nil {
 		return fmt.Errorf("inventory: reject admission %s: %w", reservationID, err)
 	}
@@ -507,7 +507,9 @@ func admissionItem(a reservation.Admission) map[string]types.AttributeValue {
 	}
 }
 
-func decodeAdmission(item map[string]types.AttributeValue) (reservation.Admission, error) {
+// DecodeAdmission reads an Admissions item, as a reader that fetched it in a batch of its own
+// (the api's first read) needs.
+func DecodeAdmission(item map[string]types.AttributeValue) (reservation.Admission, error) {
 	ir := &itemReader{item: item}
 	a := reservation.Admission{
 		ReservationID: ir.str(tables.AttrReservationID),

@@ -321,12 +321,12 @@ func SeatItem(eventID string, seat NewSeat, now time.Time, window SaleWindow) ma
 	return item
 }
 
-// BatchGetter is the part of *dynamodb.Client BatchGetSeats uses.
+// BatchGetter is the part of *dynamodb.Client BatchGet and BatchGetSeats use.
 type BatchGetter interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
-// BatchGetOptions tunes BatchGetSeats; zero fields take the defaults.
+// BatchGetOptions tunes BatchGet and BatchGetSeats; zero fields take the defaults.
 type BatchGetOptions struct {
 	// ConsistentRead asks for strongly consistent reads (twice the read units).
 	ConsistentRead bool
@@ -337,7 +337,7 @@ type BatchGetOptions struct {
 	Backoff time.Duration
 }
 
-// ErrUnprocessedKeys is what BatchGetSeats' error wraps when keys were still unprocessed
+// ErrUnprocessedKeys is what BatchGet's and BatchGetSeats' errors wrap when keys were still unprocessed
 // after every round: the table is throttling, and trying again later may succeed.
 var ErrUnprocessedKeys = errors.New("keys left unprocessed (throttled)")
 
@@ -349,44 +349,63 @@ const batchGetKeys = 100
 // found, in no particular order; a seat the table lacks is simply absent. An error wraps the
 // call's, or ErrUnprocessedKeys.
 func BatchGetSeats(ctx context.Context, db BatchGetter, table, eventID string, seatIDs []string, opts BatchGetOptions) ([]map[string]types.AttributeValue, error) {
+	var items []map[string]types.AttributeValue
+	for lo := 0; lo < len(seatIDs); lo += batchGetKeys {
+		ka := SeatKeys(eventID, seatIDs[lo:min(lo+batchGetKeys, len(seatIDs))])
+		if opts.ConsistentRead {
+			ka.ConsistentRead = aws.Bool(true)
+		}
+		got, err := BatchGet(ctx, db, map[string]types.KeysAndAttributes{table: ka}, opts)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, got[table]...)
+	}
+	return items, nil
+}
+
+// SeatKeys are the keys of eventID's seatIDs, for a BatchGetItem of the Seats table.
+func SeatKeys(eventID string, seatIDs []string) types.KeysAndAttributes {
+	keys := make([]map[string]types.AttributeValue, len(seatIDs))
+	for i, id := range seatIDs {
+		keys[i] = map[string]types.AttributeValue{tables.AttrSeatKey: s(reservation.SeatKey(eventID, id))}
+	}
+	return types.KeysAndAttributes{Keys: keys}
+}
+
+// BatchGet reads request, at most 100 keys over any tables (each with its own consistency),
+// in BatchGetItem rounds that retry the keys DynamoDB leaves unprocessed; it returns the items
+// found, by table. opts.ConsistentRead is ignored: each table's KeysAndAttributes says. An
+// error wraps the call's, or ErrUnprocessedKeys.
+func BatchGet(ctx context.Context, db BatchGetter, request map[string]types.KeysAndAttributes, opts BatchGetOptions) (map[string][]map[string]types.AttributeValue, error) {
 	if opts.Rounds <= 0 {
 		opts.Rounds = 5
 	}
 	if opts.Backoff <= 0 {
 		opts.Backoff = 20 * time.Millisecond
 	}
-	var items []map[string]types.AttributeValue
-	for lo := 0; lo < len(seatIDs); lo += batchGetKeys {
-		part := seatIDs[lo:min(lo+batchGetKeys, len(seatIDs))]
-		keys := make([]map[string]types.AttributeValue, len(part))
-		for i, id := range part {
-			keys[i] = map[string]types.AttributeValue{tables.AttrSeatKey: s(reservation.SeatKey(eventID, id))}
+	items := map[string][]map[string]types.AttributeValue{}
+	for round := 0; len(request) > 0; round++ {
+		if round == opts.Rounds {
+			return nil, fmt.Errorf("%w after %d rounds", ErrUnprocessedKeys, opts.Rounds)
 		}
-		ka := types.KeysAndAttributes{Keys: keys}
-		if opts.ConsistentRead {
-			ka.ConsistentRead = aws.Bool(true)
+		if round > 0 {
+			t := time.NewTimer(time.Duration(round*round) * opts.Backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
 		}
-		request := map[string]types.KeysAndAttributes{table: ka}
-		for round := 0; len(request) > 0; round++ {
-			if round == opts.Rounds {
-				return nil, fmt.Errorf("%w after %d rounds", ErrUnprocessedKeys, opts.Rounds)
-			}
-			if round > 0 {
-				t := time.NewTimer(time.Duration(round*round) * opts.Backoff)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return nil, ctx.Err()
-				case <-t.C:
-				}
-			}
-			out, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
-			if err != nil {
-				return nil, err
-			}
-			items = append(items, out.Responses[table]...)
-			request = out.UnprocessedKeys
+		out, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+		if err != nil {
+			return nil, err
 		}
+		for table, got := range out.Responses {
+			items[table] = append(items[table], got...)
+		}
+		request = out.UnprocessedKeys
 	}
 	return items, nil
 }
