@@ -119,9 +119,9 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 		// admission is the same request's), or this retry follows one whose answer was lost.
 		return h.answerStored(ctx, id, admission)
 	}
-	if throttled(err) {
-		// Past the StartExecution quota the winner is queued, not failed: the starter starts
-		// the execution from the admission in turn.
+	if throttled(err) || openExecutionsFull(err) {
+		// Past the StartExecution quota, or the open-executions one, the winner is queued, not
+		// failed: the starter starts the execution from the admission in turn.
 		queuedAt := h.d.Now()
 		if qerr := h.d.Admissions.QueueStart(ctx, admission, string(input), queuedAt.Add(QueuedLease), queuedAt.Add(QueuedLease+h.d.Hold)); qerr != nil {
 			return events.APIGatewayProxyResponse{}, h.serverError(ctx, "queue start", qerr, "reservationId", id)
@@ -272,6 +272,13 @@ var startRetryer = retry.NewStandard(func(o *retry.StandardOptions) {
 		return aws.UnknownTernary
 	})}, o.Retryables...)
 })
+
+// openExecutionsFull reports Step Functions refusing a start because the account runs as many
+// executions as its quota allows: room comes back as executions close.
+func openExecutionsFull(err error) bool {
+	var full *sfntypes.ExecutionLimitExceeded
+	return errors.As(err, &full)
+}
 
 var errKeyReused = conflict("idempotency_key_reused", "this Idempotency-Key was already used for a different request")
 

@@ -131,14 +131,15 @@ func Queued(rec events.DynamoDBEventRecord) (id, input string, ok bool) {
 	return rid.String(), in.String(), true
 }
 
-// retryable reports a start a later attempt may make: throttled, a Step Functions service
-// error (5xx), or no answer at all.
+// retryable reports a start a later attempt may make: throttled, refused while the account
+// runs as many executions as its quota allows (room comes back as they close), a Step
+// Functions service error (5xx), or no answer at all.
 func retryable(err error) bool {
 	var apiErr smithy.APIError
 	if !errors.As(err, &apiErr) {
 		return true
 	}
-	if throttled(err) {
+	if throttled(err) || apiErr.ErrorCode() == "ExecutionLimitExceeded" {
 		return true
 	}
 	var re interface{ HTTPStatusCode() int }

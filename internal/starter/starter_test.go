@@ -75,3 +75,28 @@ func TestTheStarterStartsQueuedAdmissionsAndRetriesFromTheFirstThrottledOne(t *t
 		t.Fatalf("metrics %v", m.Snapshot())
 	}
 }
+
+// A start refused because the account runs as many executions as its quota allows waits for
+// room, as a throttled one does: it is the batch item failure, not a start given up.
+func TestAStartRefusedForWantOfOpenExecutionsIsRetriedNotGivenUp(t *testing.T) {
+	f := &fakeSFN{answers: map[string]error{
+		"r_a": &sfntypes.ExecutionLimitExceeded{Message: aws.String("The maximum number of running executions has been reached.")},
+	}}
+	m := metrics.NewMemory()
+	s, err := New(Deps{SFN: f, StateMachineARN: machine, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		record("1", "r_a", true), record("2", "r_b", true),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "1" || len(f.calls) != 1 {
+		t.Fatalf("batch item failures %+v after %d starts, want record 1 retried and nothing after it tried", resp.BatchItemFailures, len(f.calls))
+	}
+	if m.Total(MetricFailed) != 0 {
+		t.Fatalf("the start was counted failed: %v", m.Snapshot())
+	}
+}

@@ -74,3 +74,47 @@ func TestWinnersPastTheStartQuotaAreQueuedAndStartedInTurn(t *testing.T) {
 		t.Errorf("%d queued starts parked in StarterDLQ", n)
 	}
 }
+
+// Winners past the open-executions quota are queued as throttled ones are, not answered 5xx,
+// and the starter starts them as the running sagas close and make room: every winner's seat is
+// sold by one saga and nothing is given up in StarterDLQ.
+func TestWinnersPastTheOpenExecutionsQuotaAreQueuedAndStartedAsRoomComesBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a small sale")
+	}
+	q := stepfunctions.DefaultQuotas()
+	q.OpenExecutions = 3
+	cfg := Compressed(1, 3*time.Minute)
+	cfg.StepFunctionsQuotas = &q
+	st := start(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := st.RunSale(ctx, SaleOptions{
+		EventID: "full", Seats: 10, Buyers: 10, SeatsPerBuyer: 1, Seed: 4,
+		Mix:         load.Mix{load.Pays: 1},
+		Concurrency: 10, PollInterval: 50 * time.Millisecond, BuyerTimeout: 2 * time.Minute, SettleTimeout: 2 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued, started := st.Metrics.Total("ReservationsQueued"), st.Metrics.Total(starter.MetricStarted)
+	t.Logf("outcomes %v, %d queued, %d started by the starter", res.Summary.ByOutcome, queued, started)
+	if queued == 0 || started != queued {
+		t.Fatalf("%d starts queued and %d started by the starter: want some queued, all started", queued, started)
+	}
+	if !res.Settled || !res.Verdict.OK() {
+		t.Fatalf("settled %v, invariants: %s", res.Settled, res.Verdict)
+	}
+	winners := res.Summary.Buyers - res.Summary.ByOutcome[load.AdmissionRejected]
+	if f := res.Figures(); f.SeatsSold != winners || res.Summary.ByOutcome[load.Confirmed] != winners {
+		t.Fatalf("%d seats sold for %d buyers let through; outcomes %v", f.SeatsSold, winners, res.Summary.ByOutcome)
+	}
+	for _, r := range res.Run.Results {
+		if r.PostStatus >= 500 || r.PostStatus == 0 {
+			t.Errorf("buyer %s was answered %d", r.Buyer.Customer, r.PostStatus)
+		}
+	}
+	if n := st.Queue(deploy.StarterDLQ).Depth(st.Clock.Now()); n != 0 {
+		t.Errorf("%d queued starts parked in StarterDLQ", n)
+	}
+}

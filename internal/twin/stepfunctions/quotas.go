@@ -16,6 +16,9 @@ import (
 type Quotas struct {
 	API             map[string]throttle.Limit
 	StateTransition throttle.Limit
+	// OpenExecutions bounds the Standard executions running at once (0: unbounded); a start
+	// past it is refused ExecutionLimitExceeded. A redriven execution runs uncounted.
+	OpenExecutions int
 }
 
 // StateTransitionQuota is the name Step Functions gives the state-transition bucket (its
@@ -57,6 +60,9 @@ func DefaultQuotas() Quotas {
 			"DeleteStateMachine":               {Size: 100, RefillPerSecond: 1},
 		},
 		StateTransition: throttle.Limit{Size: 5000, RefillPerSecond: 1500},
+		// "Maximum open executions per account: 1,000,000 per AWS account per Region"
+		// (Standard workflows; Express ones are not counted).
+		OpenExecutions: 1_000_000,
 	}
 }
 

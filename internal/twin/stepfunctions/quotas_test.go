@@ -293,3 +293,56 @@ func TestTheSDKSeesAThrottledCallAsThrottlingException(t *testing.T) {
 		t.Fatalf("the default retryer made %d throttled attempts, want %d", got, retry.DefaultMaxAttempts)
 	}
 }
+
+// Past the open-executions quota a start is refused ExecutionLimitExceeded, as Step Functions
+// answers it, and starts nothing; once a running execution closes there is room again. A start
+// refused for its name does not count, nor does a closed execution.
+func TestAStartPastTheOpenExecutionsQuotaIsRefusedUntilOneCloses(t *testing.T) {
+	if got := stepfunctions.DefaultQuotas().OpenExecutions; got != 1_000_000 {
+		t.Fatalf("default open executions %d, want AWS's 1,000,000", got)
+	}
+	srv, _, endpoint, _ := throttled(t, stepfunctions.Quotas{OpenExecutions: 2}, nil)
+	waits := createMachine(t, endpoint, "waits", `{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":600,"End":true}}}`)
+	passes := createMachine(t, endpoint, "passes", passDef)
+	start := func(sm, name string) (int, string) {
+		status, code, _ := call(t, endpoint, "StartExecution", map[string]string{"stateMachineArn": sm, "name": name})
+		return status, code
+	}
+	// A closed execution leaves its place.
+	if status, _ := start(passes, "p1"); status != http.StatusOK {
+		t.Fatalf("start p1: %d", status)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(srv.Executions(passes)) == 0 || srv.Executions(passes)[0].Snapshot().Status == asl.StatusRunning; {
+		if time.Now().After(deadline) {
+			t.Fatal("the Pass execution did not close")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, name := range []string{"w1", "w2"} {
+		if status, code := start(waits, name); status != http.StatusOK {
+			t.Fatalf("start %s: %d %s", name, status, code)
+		}
+	}
+	if status, code := start(waits, "w1"); status != http.StatusOK {
+		t.Fatalf("the same start again: %d %s, want the running one back", status, code)
+	}
+	status, code, body := call(t, endpoint, "StartExecution", map[string]string{"stateMachineArn": waits, "name": "w3"})
+	if status != http.StatusBadRequest || code != "ExecutionLimitExceeded" {
+		t.Fatalf("a third open execution: %d %q %s, want 400 ExecutionLimitExceeded", status, code, body)
+	}
+	if n := len(srv.Executions(waits)); n != 2 {
+		t.Fatalf("%d executions after the refused start, want 2", n)
+	}
+	first := srv.Executions(waits)[0]
+	if status, _, out := call(t, endpoint, "StopExecution", map[string]string{"executionArn": first.ARN}); status != http.StatusOK {
+		t.Fatalf("stop: %d %s", status, out)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if status, _ := start(waits, "w3"); status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no room once an execution closed")
+		}
+	}
+}

@@ -80,6 +80,10 @@ type Server struct {
 	// runs holds what the API says of an execution beyond the engine's view of it: the type of
 	// its state machine, the version it was started through, its redrives.
 	runs map[string]*runInfo // by execution ARN
+	// open counts the Standard executions started and not yet closed, for Quotas'
+	// OpenExecutions; counted holds their ARNs, so that each close is counted once.
+	open    atomic.Int64
+	counted sync.Map
 
 	httpSrv *http.Server
 	// inspection serves InspectionHandler when StartInspection started it.
@@ -166,8 +170,12 @@ func (s *Server) observe(ev ExecutionEvent) {
 	}
 }
 
-// executionClosed reports a closed execution to the observer.
+// executionClosed counts a closed execution out of the open ones and reports it to the
+// observer.
 func (s *Server) executionClosed(x *asl.Execution) {
+	if _, ok := s.counted.LoadAndDelete(x.ARN); ok {
+		s.open.Add(-1)
+	}
 	if s.observer.Load() == nil {
 		return
 	}
@@ -690,8 +698,17 @@ func (s *Server) startNamed(key string, sm *asl.StateMachine, spec asl.Execution
 		}
 		return nil, false, clientErr("ExecutionAlreadyExists", "Execution Already Exists: '%s'", spec.ARN)
 	}
+	if limit := s.opts.Quotas.OpenExecutions; limit > 0 && s.open.Load() >= int64(limit) {
+		return nil, false, clientErr("ExecutionLimitExceeded", "The maximum number of running executions has been reached. Running executions must end or be stopped before a new execution can be started.")
+	}
+	// Counted before the start, so that an execution closing at once is counted out.
+	s.counted.Store(spec.ARN, struct{}{})
+	s.open.Add(1)
 	x, err := s.engine.Start(sm, spec)
 	if err != nil {
+		if _, ok := s.counted.LoadAndDelete(spec.ARN); ok {
+			s.open.Add(-1)
+		}
 		if errors.Is(err, asl.ErrInvalidInput) {
 			return nil, false, clientErr("InvalidExecutionInput", "%v", err)
 		}
