@@ -6,8 +6,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/smithy-go"
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/inventory"
@@ -134,4 +141,152 @@ func TestARetryAfterTheHoldEndedIsNotReadmitted(t *testing.T) {
 type answer struct {
 	status int
 	body   string
+}
+
+// startTookEffectThenThrottled is Step Functions whose first start took effect, the saga
+// claiming and starting the payment at once, while the api heard a throttle: the first
+// attempt's answer was lost and the SDK's retry met the quota, which the api does not retry.
+type startTookEffectThenThrottled struct {
+	StepFunctions
+	afterStart func(in saga.Input)
+	done       bool
+}
+
+func (s *startTookEffectThenThrottled) StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error) {
+	out, err := s.StepFunctions.StartExecution(ctx, in, optFns...)
+	if err != nil || s.done {
+		return out, err
+	}
+	s.done = true
+	var input saga.Input
+	if err := json.Unmarshal([]byte(*in.Input), &input); err != nil {
+		return nil, err
+	}
+	s.afterStart(input)
+	return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
+}
+
+// A start whose execution claimed before the api heard it throttled is queued; queueing must
+// not shorten the place under the cap the claim keeps for as long as the hold lasts: while the
+// payment is still pending, long after the queued start's time, the customer may hold only one
+// more reservation.
+func TestAStartQueuedAfterItsClaimKeepsItsPlaceUnderTheCap(t *testing.T) {
+	ctx := context.Background()
+	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(2500, "eur", "A1", "A2", "A3")); err != nil {
+		t.Fatal(err)
+	}
+	sf := sagatest.NewStepFunctions()
+	sf.Now = clk.Now
+	var h *Handler
+	lossy := &startTookEffectThenThrottled{StepFunctions: sf, afterStart: func(in saga.Input) {
+		r, err := inv.Claim(ctx, reservation.ClaimRequest{ReservationID: in.ReservationID, CustomerID: in.CustomerID,
+			EventID: in.EventID, SeatIDs: in.SeatIDs, Amount: in.Amount, Currency: in.Currency,
+			HoldDuration: h.d.Hold, IdempotencyKey: in.IdempotencyKey, SlotKey: in.SlotKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inv.StartPayment(ctx, r.ID, reservation.GuardOf(r)); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	h, err = New(Deps{
+		Reservations: inv, Admissions: inv, Seats: &DynamoCatalog{Client: env.Client, Table: env.Names.Of(tables.SeatsTable)},
+		SFN: lossy, StateMachineARN: testMachine, MaxSeats: 3, MaxActiveReservations: 2, Now: clk.Now,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.NewMemory(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(key, seat string) answer {
+		t.Helper()
+		resp, err := h.Handle(ctx, postReq("alice", "ev1", key, `{"seatIds":["`+seat+`"],"paymentMethod":"pm_card_visa"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer{status: resp.StatusCode, body: resp.Body}
+	}
+	if got := post("k1", "A1"); got.status != 202 {
+		t.Fatalf("alice's first POST: %d %s", got.status, got.body)
+	}
+	// The payment is still pending (processing, or the provider silent) well past the queued
+	// start's lease and hold; nothing has ended the reservation.
+	clk.Advance(QueuedLease + 2*h.d.Hold)
+	if got := post("k2", "A2"); got.status != 202 {
+		t.Fatalf("alice's second reservation: %d %s, want 202", got.status, got.body)
+	}
+	if got := post("k3", "A3"); got.status != 409 || !strings.Contains(got.body, "hold_limit") {
+		t.Fatalf("alice's third reservation while the first's payment is pending: %d %s, want 409 hold_limit", got.status, got.body)
+	}
+}
+
+// Once TTL has removed an admission record, its reservation is the only trace of the request
+// an Idempotency-Key was used for: another request under the key (other seats) reaches the
+// gate, which finds the reservation written, and must be refused as a reused key, not answered
+// with that reservation as if it were the new request's.
+func TestAnotherRequestUnderAKeyWhoseAdmissionExpiredIsAReusedKey(t *testing.T) {
+	ctx := context.Background()
+	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(2500, "eur", "A1", "A2")); err != nil {
+		t.Fatal(err)
+	}
+	sf := sagatest.NewStepFunctions()
+	sf.Now = clk.Now
+	h, err := New(Deps{
+		Reservations: inv, Admissions: inv, Seats: &DynamoCatalog{Client: env.Client, Table: env.Names.Of(tables.SeatsTable)},
+		SFN: sf, StateMachineARN: testMachine, MaxSeats: 3, MaxActiveReservations: 2, Now: clk.Now,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.NewMemory(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(seat string) answer {
+		t.Helper()
+		resp, err := h.Handle(ctx, postReq("alice", "ev1", "k1", `{"seatIds":["`+seat+`"],"paymentMethod":"pm_card_visa"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer{status: resp.StatusCode, body: resp.Body}
+	}
+	if got := post("A1"); got.status != 202 {
+		t.Fatalf("alice's POST: %d %s", got.status, got.body)
+	}
+	id := ReservationID("alice", "k1")
+	ex, _ := sf.Execution(sagatest.ExecutionARN(testMachine, id))
+	var in saga.Input
+	if err := json.Unmarshal([]byte(ex.Input), &in); err != nil {
+		t.Fatal(err)
+	}
+	r, err := inv.Claim(ctx, reservation.ClaimRequest{ReservationID: in.ReservationID, CustomerID: in.CustomerID,
+		EventID: in.EventID, SeatIDs: in.SeatIDs, Amount: in.Amount, Currency: in.Currency,
+		HoldDuration: h.d.Hold, IdempotencyKey: in.IdempotencyKey, SlotKey: in.SlotKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inv.Release(ctx, reservation.ReleaseRequest{ReservationID: r.ID, Guard: reservation.GuardOf(r), Reason: "declined"}); err != nil {
+		t.Fatal(err)
+	}
+	// TTL removes the admission after its retention; the reservation stays.
+	if _, err := env.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(env.Names.Of(tables.AdmissionsTable)),
+		Key:       map[string]ddbtypes.AttributeValue{tables.AttrReservationID: &ddbtypes.AttributeValueMemberS{Value: id}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := post("A2"); got.status != 409 || !strings.Contains(got.body, "idempotency_key_reused") {
+		t.Fatalf("another request under alice's key: %d %s, want 409 idempotency_key_reused", got.status, got.body)
+	}
+	if got := post("A1"); got.status != 202 || !strings.Contains(got.body, string(reservation.Released)) {
+		t.Fatalf("the same request again: %d %s, want 202 with the stored RELEASED reservation", got.status, got.body)
+	}
 }

@@ -81,8 +81,22 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	switch {
 	case gate.Claimed:
 		// The saga wrote the reservation after the replay read found none, and its hold may
-		// have ended since: the answer is the stored reservation, as a replay's is.
-		return h.answerStored(ctx, id, admission)
+		// have ended since: the answer is the stored reservation, as a replay's is. Once TTL
+		// removed the admission, the reservation is the only record of the request the key
+		// was used for, so another request under the key is refused here.
+		r, stored, e := h.read(ctx, id)
+		if e != nil {
+			return events.APIGatewayProxyResponse{}, e
+		}
+		if !stored {
+			return h.answerStored(ctx, id, admission)
+		}
+		if !sameRequest(r, eventID, body.SeatIDs) {
+			h.d.Metrics.Count("IdempotencyConflicts", 1)
+			return events.APIGatewayProxyResponse{}, h.refused(ctx, log, errKeyReused)
+		}
+		h.d.Metrics.Count("ReservationReplays", 1)
+		return accepted(viewOf(r)), nil
 	case gate.Rejected != nil:
 		h.d.Metrics.Count("ReservationReplays", 1)
 		return accepted(admissionView(*gate.Rejected)), nil
@@ -250,6 +264,15 @@ func (h *Handler) answerStored(ctx context.Context, id string, a reservation.Adm
 	}
 	a.State = reservation.Admitted
 	return accepted(admissionView(a)), nil
+}
+
+// sameRequest reports whether r was claimed for the event and seats a request names: what of
+// the request a reservation records.
+func sameRequest(r reservation.Reservation, eventID string, seatIDs []string) bool {
+	have, want := slices.Clone(r.SeatIDs), slices.Clone(seatIDs)
+	slices.Sort(have)
+	slices.Sort(want)
+	return r.EventID == eventID && slices.Equal(have, want)
 }
 
 // QueuedLease is how long a queued winner keeps the seats the gate let it through for: as long as

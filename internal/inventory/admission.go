@@ -429,11 +429,13 @@ func (st *Store) QueueStart(ctx context.Context, a reservation.Admission, input 
 	}
 	if a.HoldSlot >= 0 {
 		// The slot must outlast the wait too; if another reservation has it by now the wait
-		// does not count against the cap, which errs towards the buyer.
+		// does not count against the cap, which errs towards the buyer. It is only ever
+		// lengthened: a start queued after its execution claimed (a lost answer, then a
+		// throttled retry) must not cut the claim's slot down to the queue's time.
 		_, _ = st.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(st.admissions),
 			Key:                       reservationKeyAV(reservation.HoldSlotKey(a.CustomerID, a.HoldSlot)),
-			ConditionExpression:       aws.String("#holder = :rid"),
+			ConditionExpression:       aws.String("#holder = :rid AND #until < :until"),
 			UpdateExpression:          aws.String("SET #until = :until"),
 			ExpressionAttributeNames:  map[string]string{"#holder": attrSlotHolder, "#until": attrSlotUntil},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":rid": s(a.ReservationID), ":until": s(FormatTime(slotUntil))},

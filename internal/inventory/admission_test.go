@@ -691,3 +691,30 @@ func TestTwoAdmissionsOfOneReservationRacingTakeOnePlace(t *testing.T) {
 		})
 	}
 }
+
+// A start queued after its execution had already claimed (the start's answer was lost, and
+// its retry was throttled, so the api queued it) must not shorten the place the claim keeps:
+// the reservation's payment is still pending long after the queued start's time, and the
+// customer may hold no third reservation meanwhile.
+func TestAStartQueuedAfterTheClaimKeepsTheClaimsPlaceUnderTheCap(t *testing.T) {
+	ctx := context.Background()
+	f := newAdmissionFixture(t)
+	f.seats(t, "ev", "A1", "A2", "A3")
+	r1 := claimUnderCap(t, f, "r-1", "A1", f.clock.Now().Add(lease+10*time.Minute))
+	must[reservation.Reservation](t)(f.store.StartPayment(ctx, r1.ID, reservation.GuardOf(r1)))
+	a, _, err := f.store.GetAdmission(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := f.clock.Now()
+	if err := f.store.QueueStart(ctx, a, `{"reservationId":"r-1"}`, now.Add(time.Hour), now.Add(time.Hour+10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	r2 := claimUnderCap(t, f, "r-2", "A2", f.clock.Now().Add(lease+10*time.Minute))
+	must[reservation.Reservation](t)(f.store.StartPayment(ctx, r2.ID, reservation.GuardOf(r2)))
+	f.clock.Advance(2 * time.Hour)
+	var hl *reservation.HoldLimit
+	if _, err := f.store.Admit(ctx, capped(f.admission("r-3", "A3"), "cust", f.clock.Now().Add(time.Hour))); !errors.As(err, &hl) {
+		t.Fatalf("r-3 while the payments of r-1 and r-2 are pending: %v, want HoldLimit", err)
+	}
+}

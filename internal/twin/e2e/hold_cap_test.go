@@ -70,3 +70,22 @@ func TestARetryOfAnEndedReservationIsAnsweredWithoutTakingAPlace(t *testing.T) {
 		t.Fatalf("a third reservation in progress: %d %s, want 409 hold_limit", third.Status, third.Raw)
 	}
 }
+
+// A reservation declined for a payment method the provider does not know ends by the
+// authorize step's own record, with no webhook: its place under the cap comes back with the
+// seats all the same.
+func TestAnUnknownPaymentMethodsDeclineGivesItsPlaceUnderTheCapBack(t *testing.T) {
+	e := New(t, Options{})
+	seats := e.Seed("ev1", 4)
+	declined := Input("alice", "k1", "ev1", "pm_that_stripe_never_issued", seats[0])
+	e.ExpectEnding(e.Finish(e.Reserve(declined)), saga.EndPaymentDeclined)
+
+	open, _ := e.Gate("authorize")
+	defer open()
+	e.Reserve(Input("alice", "k2", "ev1", stripesim.PaymentMethodVisa, seats[1]))
+	e.Reserve(Input("alice", "k3", "ev1", stripesim.PaymentMethodVisa, seats[2]))
+	third := callAPI(e, http.MethodPost, "/events/ev1/reservations", "alice", "k4", createBody(SeatPrice, stripesim.PaymentMethodVisa, seats[3]))
+	if third.Status != http.StatusConflict || third.str("code") != "hold_limit" {
+		t.Fatalf("a third reservation in progress: %d %s, want 409 hold_limit", third.Status, third.Raw)
+	}
+}
