@@ -92,9 +92,11 @@
 //   - TestAPIRefusesBadInputAndWritesNothing: every bad request gets its 4xx and code, with nothing written and no execution started.
 //   - TestTheEdgeRefusesBadInputInTheAPIShapeAndWritesNothing: a body not declared JSON, repeated or miscased keys, a non-ASCII currency, an oversized body and a malformed request line get the API's JSON error with nothing written.
 //   - TestAnUnknownPaymentMethodIsDeclinedAndTheSeatGoesBackAtOnce: a payment method the provider does not know is accepted, declined at once with the seat given back, and never charged.
+//   - TestAnUnknownPaymentMethodWhoseDeclineRecordFailedIsDeclinedByTheNextAttempt: when the step's record of that decline fails, the next attempt records it; the seat comes back and nothing is authorized.
 //
 // # The cap on a customer's holds
 //
 //   - TestAReservationThatEndsGivesItsPlaceUnderTheCapBackAtOnce: a sold and a declined reservation give their places back as they end; a third reservation in progress is refused hold_limit.
+//   - TestAnUnknownPaymentMethodsDeclineGivesItsPlaceUnderTheCapBack: a reservation declined for an unknown payment method gives its place back; two new reservations pass, a third is refused hold_limit.
 //   - TestARetryOfAnEndedReservationIsAnsweredWithoutTakingAPlace: a retry of a declined reservation's POST after its admission is gone is answered from the reservation and takes no place under the cap.
 package e2e
