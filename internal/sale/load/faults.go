@@ -64,8 +64,9 @@ const (
 	// connection, drawn per call.
 	StepFunctionsResponseLost FaultClass = "stepfunctions-response-lost"
 	// The sweeper: an invocation killed at a random moment of its batch (its context ends and
-	// Lambda reports Runtime.ExitError), and a second sweep running at once with the
-	// scheduled one, each drawn per scheduled sweep.
+	// Lambda reports Runtime.ExitError; counted only when the kill finds it running), and a
+	// second sweep running at once with the scheduled one (counted only when it found
+	// reservations to settle), each drawn per scheduled sweep.
 	SweeperCrash      FaultClass = "sweeper-crash"
 	SweeperConcurrent FaultClass = "sweeper-concurrent"
 	// The clock: one function's clock ahead or behind the others by one to five seconds for

@@ -29,6 +29,10 @@ type Failure struct {
 	// OnInjected, when set, is called each time the failure is handed to an invocation, so
 	// that a chaos run counts the faults that really hit, not the ones it armed.
 	OnInjected func()
+	// OnKilled, when set, is called when KillAfter found the handler still running and ended
+	// it: a kill that comes after the handler returned is the failure of a run that did its
+	// work, which a chaos run must not count as a run killed mid-way.
+	OnKilled func()
 }
 
 // ServiceException is Lambda's internal service error (HTTP 500).

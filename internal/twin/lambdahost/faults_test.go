@@ -84,3 +84,37 @@ func TestAnInvocationKilledMidBatchStopsWhereItWasKilled(t *testing.T) {
 		t.Fatalf("the next invocation: %v, %v", out, err)
 	}
 }
+
+// OnKilled tells a kill that ended a running handler from one that came after the handler had
+// returned: both answer the crash, only the first killed anything.
+func TestOnlyAKillThatFindsTheHandlerRunningReportsTheKill(t *testing.T) {
+	h, c := start(t, lambdahost.Options{})
+	var slow atomic.Bool
+	h.Register("sweep", func(ctx context.Context, _ json.RawMessage) (string, error) {
+		if slow.Load() {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "done", nil
+	})
+	var kills atomic.Int32
+	crash := lambdahost.Crash()
+	crash.KillAfter = 100 * time.Millisecond
+	crash.OnKilled = func() { kills.Add(1) }
+	for _, running := range []bool{false, true} {
+		slow.Store(running)
+		if err := h.FailAfter("sweep", 1, crash); err != nil {
+			t.Fatal(err)
+		}
+		if body := invokeFunctionError(t, c, "sweep", `{}`); body.ErrorType != "Runtime.ExitError" {
+			t.Fatalf("running %v: got %+v; want the crash", running, body)
+		}
+		want := int32(0)
+		if running {
+			want = 1
+		}
+		if kills.Load() != want {
+			t.Fatalf("running %v: %d kills reported; want %d", running, kills.Load(), want)
+		}
+	}
+}

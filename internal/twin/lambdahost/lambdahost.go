@@ -400,11 +400,11 @@ func (h *Host) invoke(ctx context.Context, f *function, call invocation) result 
 	}
 
 	f.invocations.Add(1)
-	var killAfter time.Duration
+	var kill Failure
 	if after != nil {
-		killAfter = after.KillAfter
+		kill = *after
 	}
-	res := h.run(f, call, killAfter)
+	res := h.run(f, call, kill)
 	if res.functionError {
 		f.errors.Add(1)
 	}
@@ -432,15 +432,15 @@ func (h *Host) report(r Report) {
 // run calls the handler through the runtime's Function.Invoke, which builds the lambdacontext,
 // applies the deadline and shapes errors and panics exactly as the Go runtime reports them. A
 // handler still running at its timeout is abandoned and the caller told so, as Lambda does. A
-// positive killAfter shorter than the timeout ends the run then instead (Failure.KillAfter):
-// the caller's answer is the failure that asked for it.
-func (h *Host) run(f *function, call invocation, killAfter time.Duration) result {
+// positive kill.KillAfter shorter than the timeout ends the run then instead: the caller's
+// answer is the failure that asked for it, and kill.OnKilled is told.
+func (h *Host) run(f *function, call invocation, kill Failure) result {
 	if f.proc != nil {
 		return h.runProcess(f, call)
 	}
 	limit := f.timeout
-	if killAfter > 0 && killAfter < limit {
-		limit = killAfter
+	if kill.KillAfter > 0 && kill.KillAfter < limit {
+		limit = kill.KillAfter
 	}
 	deadline := time.Now().Add(limit)
 	req := &messages.InvokeRequest{
@@ -478,6 +478,9 @@ func (h *Host) run(f *function, call invocation, killAfter time.Duration) result
 		return result{status: http.StatusOK, body: resp.Payload}
 	case <-timer.C:
 		if limit < f.timeout {
+			if kill.OnKilled != nil {
+				kill.OnKilled()
+			}
 			return result{} // killed: invoke answers with the failure that killed it
 		}
 		return Timeout(f.timeout).result(call.requestID)

@@ -257,15 +257,8 @@ func (st *Stack) RunSale(ctx context.Context, o SaleOptions) (*SaleResult, error
 	res.Settled = st.settleReporting(settleCtx, o.Settling) == nil
 	cancel()
 	if chaos != nil {
-		// Faults armed and not yet taken would hit the settling stack's next calls; once the
-		// chaos stopped, what remains is cleared and the stack settles again without it.
 		endChaos()
-		st.Payments.ClearFaults()
-		for _, fn := range append([]string{FnSweeper}, SagaFunctions...) {
-			st.Lambdas.ClearFaults(fn)
-		}
-		b := st.cfg.chaos
-		b.stack.Store(nil)
+		st.clearChaos()
 		chaos.Add(load.StepFunctionsThrottle, int(st.sfnThrottles()-sfnThrottledBefore))
 		res.Faults = chaos.Injected()
 		settleCtx, cancel := context.WithTimeout(ctx, o.SettleTimeout)
@@ -830,6 +823,27 @@ func percentile(sorted []float64, p float64) float64 {
 	return v[min(max(rank, 0), len(v)-1)]
 }
 
+// clearChaos takes away, once the chaos stopped, what it left in place, so that the stack
+// settles again without it: faults armed and not yet taken would hit the settling stack's next
+// calls, and the Step Functions quotas it tightened would go on throttling them uncounted.
+func (st *Stack) clearChaos() {
+	st.Payments.ClearFaults()
+	for _, fn := range append([]string{FnSweeper}, SagaFunctions...) {
+		st.Lambdas.ClearFaults(fn)
+	}
+	b := st.cfg.chaos
+	b.stack.Store(nil)
+	if b.injector.On(load.StepFunctionsThrottle) && st.sfnServer != nil {
+		q, defaults := st.sfnServer.Quotas().API, stepfunctions.DefaultQuotas().API
+		for _, action := range chaosThrottledActions {
+			if _, throttled := q[action]; throttled {
+				q[action] = defaults[action]
+			}
+		}
+		st.sfnServer.SetAPIQuotas(q)
+	}
+}
+
 // chaosBinding lets a Config's DynamoDB fault hook reach the stack it configures, which does
 // not exist yet when the hook is made: RunSale binds it.
 type chaosBinding struct {
@@ -838,8 +852,9 @@ type chaosBinding struct {
 }
 
 // WithChaos makes cfg inject the DynamoDB fault classes of in on every function's DynamoDB
-// calls (Config.DynamoDBFault), and remembers in for RunSale, which injects the other classes
-// (Lambda, provider) while its buyers run, and whose buyers misbehave as in says.
+// calls (Config.DynamoDBFault) while RunSale's chaos runs, and remembers in for RunSale, which
+// injects the other classes (Lambda, provider) while its buyers run, and whose buyers
+// misbehave as in says.
 //
 // The hook runs at the SDK's initialize step, before its retries: a throttle or an internal
 // error reaches the function as if the SDK's retries had run out. A lost response commits the
@@ -875,12 +890,6 @@ func (b *chaosBinding) loseStepFunctionsResponse(role, op string) bool {
 	return b.injector.Strike(load.StepFunctionsResponseLost)
 }
 
-// strike draws one opportunity of class while st runs a chaos sale.
-func (st *Stack) strike(class load.FaultClass) bool {
-	b := st.cfg.chaos
-	return b != nil && b.stack.Load() == st && b.injector.Strike(class)
-}
-
 // chaosQuota is a bucket small enough that a sale's bursts overflow it: four calls, refilled
 // at two per second of stack time at rate 0, down to a tenth of one at rate 1.
 func chaosQuota(rate float64) throttle.Limit {
@@ -899,6 +908,12 @@ func (st *Stack) sfnThrottles() int64 {
 
 func (b *chaosBinding) dynamoDBFault(op string, params any) error {
 	in := b.injector
+	st := b.stack.Load()
+	if st == nil {
+		// No sale binds the chaos: before one, and in the settle RunSale runs without it after
+		// reading the counts, a fault would be one nobody counted.
+		return nil
+	}
 	if in.Strike(load.DynamoDBThrottle) {
 		if in.Draw() < 0.5 {
 			return &ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("The level of configured provisioned throughput for the table was exceeded (injected).")}
@@ -911,8 +926,7 @@ func (b *chaosBinding) dynamoDBFault(op string, params any) error {
 	if op == "TransactWriteItems" && in.Strike(load.DynamoDBTransactionConflict) {
 		return transactionConflict(params, in.Draw())
 	}
-	st := b.stack.Load()
-	if st == nil || !isDynamoDBWrite(op) || !in.On(load.DynamoDBResponseLost) {
+	if !isDynamoDBWrite(op) || !in.On(load.DynamoDBResponseLost) {
 		return nil
 	}
 	if !in.Allow(load.DynamoDBResponseLost) || in.Draw() >= b.rate(load.DynamoDBResponseLost) {

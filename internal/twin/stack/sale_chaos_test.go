@@ -12,11 +12,13 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
 )
 
 // The DynamoDB hook WithChaos installs answers each class with what DynamoDB answers, counts
 // each, and injects nothing for a class that is off (the control). A lost response needs the
-// stack that commits the write: before RunSale binds one, none is injected.
+// stack that commits the write: before RunSale binds one, none is injected (the others are
+// bound to a stack with no clients, which they do not use).
 func TestChaosDynamoDBHookAnswersAsDynamoDBDoes(t *testing.T) {
 	cases := []struct {
 		class load.FaultClass
@@ -42,6 +44,8 @@ func TestChaosDynamoDBHookAnswersAsDynamoDBDoes(t *testing.T) {
 			want := 3
 			if tc.class == load.DynamoDBResponseLost {
 				want = 0
+			} else {
+				cfg.chaos.stack.Store(&Stack{})
 			}
 			for i := range 5 {
 				err := cfg.DynamoDBFault(tc.op, &dynamodb.TransactWriteItemsInput{})
@@ -57,6 +61,7 @@ func TestChaosDynamoDBHookAnswersAsDynamoDBDoes(t *testing.T) {
 	in := load.NewInjector(load.Chaos{load.CustomerCancel: {Rate: 1}}, 1)
 	var cfg Config
 	WithChaos(&cfg, in)
+	cfg.chaos.stack.Store(&Stack{})
 	for range 20 {
 		if err := cfg.DynamoDBFault("PutItem", &dynamodb.PutItemInput{}); err != nil {
 			t.Fatalf("a DynamoDB class that is off injected %v", err)
@@ -90,6 +95,7 @@ func TestChaosTransactionConflictCancelsTheWholeTransaction(t *testing.T) {
 	in := load.NewInjector(load.Chaos{load.DynamoDBTransactionConflict: {Rate: 1, Cap: 1}}, 1)
 	var cfg Config
 	WithChaos(&cfg, in)
+	cfg.chaos.stack.Store(&Stack{})
 	items := &dynamodb.TransactWriteItemsInput{TransactItems: make([]ddbtypes.TransactWriteItem, 3)}
 	if err := cfg.DynamoDBFault("PutItem", &dynamodb.PutItemInput{}); err != nil {
 		t.Fatalf("a single write got %v; only transactions conflict", err)
@@ -121,16 +127,21 @@ func TestChaosTransactionConflictCancelsTheWholeTransaction(t *testing.T) {
 // provider's rate limit, transactions and the webhooks' order each hit a small chaos sale,
 // which still ends with every rule holding.
 func TestASmallSaleUnderTheSweeperClockAndLostAnswerFaultsKeepsEveryRule(t *testing.T) {
+	// A webhook window takes the first class that strikes, in FaultClasses order: capping the
+	// duplicated windows leaves the later ones to the reordered class.
 	chaos, err := load.ParseChaos("dynamodb-transaction-conflict=0.05,provider-rate-limited=0.3," +
-		"webhook-duplicated=0.5,webhook-reordered=0.5,stepfunctions-response-lost=0.2," +
+		"webhook-duplicated=0.5/1,webhook-reordered=0.5,stepfunctions-response-lost=0.2," +
 		"sweeper-crash=1/2,sweeper-concurrent=1/3,clock-skew=0.05")
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := load.NewInjector(chaos, 3)
 	cfg := Compressed(20, 3*time.Minute)
-	// A sweep every ten seconds of stack time: several within the sale.
+	// A sweep every ten seconds of stack time: several within the sale. With a grace of a
+	// second the sweeps find holds as they expire and payments as they wait for
+	// reconciliation, so that the second sweep has reservations to race the first on.
 	cfg.SweepInterval = 10 * time.Second
+	cfg.SweepGrace = time.Second
 	WithChaos(&cfg, in)
 	st := start(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -153,4 +164,52 @@ func TestASmallSaleUnderTheSweeperClockAndLostAnswerFaultsKeepsEveryRule(t *test
 		t.Fatalf("settled %v, verdict %+v", res.Settled, res.Verdict)
 	}
 	t.Logf("faults: %s", load.InjectedLine(res.Faults))
+}
+
+// The DynamoDB classes strike only while a sale binds the chaos: before RunSale, and once it
+// unbinds it so that the stack settles again without faults and the checker judges a stack at
+// rest, a throttle, an internal error or a transaction conflict would be a fault nobody
+// counted (RunSale reads the counts before that second settle).
+func TestChaosDynamoDBFaultsStrikeOnlyWhileASaleRuns(t *testing.T) {
+	in := load.NewInjector(load.Chaos{
+		load.DynamoDBThrottle: {Rate: 1}, load.DynamoDBInternalError: {Rate: 1}, load.DynamoDBTransactionConflict: {Rate: 1},
+	}, 1)
+	var cfg Config
+	WithChaos(&cfg, in)
+	items := &dynamodb.TransactWriteItemsInput{TransactItems: make([]ddbtypes.TransactWriteItem, 2)}
+	for _, op := range []string{"GetItem", "PutItem", "TransactWriteItems"} {
+		if err := cfg.DynamoDBFault(op, items); err != nil {
+			t.Fatalf("%s outside a sale got %v", op, err)
+		}
+	}
+	if n := in.Injected(); n[load.DynamoDBThrottle]+n[load.DynamoDBInternalError]+n[load.DynamoDBTransactionConflict] != 0 {
+		t.Fatalf("counted outside a sale: %s", load.InjectedLine(n))
+	}
+	// The control: bound to a sale's stack, the same call is faulted.
+	cfg.chaos.stack.Store(&Stack{})
+	if err := cfg.DynamoDBFault("TransactWriteItems", items); err == nil {
+		t.Fatal("nothing injected during the sale")
+	}
+}
+
+// The quotas stepfunctions-throttle tightens for the sale are AWS's again once its chaos is
+// cleared: the stack settles and is judged without throttles nobody counts.
+func TestTheStepFunctionsQuotasTheChaosTightenedAreGivenBackWhenItEnds(t *testing.T) {
+	cfg := Compressed(20, 3*time.Minute)
+	cfg.SweepInterval = -1
+	WithChaos(&cfg, load.NewInjector(load.Chaos{load.StepFunctionsThrottle: {Rate: 0.9}}, 1))
+	st := start(t, cfg)
+	st.cfg.chaos.stack.Store(st) // as RunSale binds it
+	defaults := stepfunctions.DefaultQuotas().API
+	for _, action := range chaosThrottledActions {
+		if got := st.sfnServer.Quotas().API[action]; got == defaults[action] {
+			t.Fatalf("%s during the chaos: %s; want it tightened", action, got)
+		}
+	}
+	st.clearChaos()
+	for _, action := range chaosThrottledActions {
+		if got := st.sfnServer.Quotas().API[action]; got != defaults[action] {
+			t.Fatalf("%s after the chaos: %s; want AWS's %s", action, got, defaults[action])
+		}
+	}
 }

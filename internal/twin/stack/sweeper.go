@@ -14,6 +14,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/sale/load"
+	"github.com/seatsaga/seatsaga/internal/sweeper"
 	"github.com/seatsaga/seatsaga/internal/twin/lambdahost"
 )
 
@@ -63,13 +64,11 @@ func (st *Stack) startSweeper() {
 					st.log.Warn("stack: sweep failed", "error", err.Error())
 				}
 			}()
-			if st.strike(load.SweeperConcurrent) {
+			if b := st.cfg.chaos; b != nil && b.injector.On(load.SweeperConcurrent) {
 				st.wg.Add(1)
 				go func() {
 					defer st.wg.Done()
-					if err := st.sweepAlongside(); err != nil && st.ctx.Err() == nil {
-						st.log.Warn("stack: the second sweep failed", "error", err.Error())
-					}
+					st.secondSweep()
 				}()
 			}
 		}
@@ -93,7 +92,7 @@ func (st *Stack) scheduledEvent() ([]byte, error) {
 // armSweeperCrash draws, while a chaos sale runs, whether the sweep about to start is killed
 // at a random moment of its batch (load.SweeperCrash): 2 to 200 ms of wall time after its
 // handler starts, which falls within a batch of a few holds; a sweep done sooner is killed
-// after its work, before it returns.
+// after its work, before it returns, which changes nothing and is not counted.
 func (st *Stack) armSweeperCrash() {
 	b := st.cfg.chaos
 	if b == nil || b.stack.Load() != st {
@@ -105,9 +104,33 @@ func (st *Stack) armSweeperCrash() {
 	}
 	f := lambdahost.Crash()
 	f.KillAfter = time.Duration((0.002 + 0.198*in.Draw()) * float64(time.Second))
-	f.OnInjected = func() { in.Count(load.SweeperCrash) }
+	f.OnKilled = func() { in.Count(load.SweeperCrash) }
 	if err := st.Lambdas.FailAfter(FnSweeper, 1, f); err != nil {
 		st.log.Warn("stack: arm a sweeper crash", "error", err.Error())
+	}
+}
+
+// secondSweep draws, while a chaos sale runs, whether a second sweep runs at once with the
+// scheduled one that just started (load.SweeperConcurrent), and runs it. Only a second sweep
+// that found reservations to settle is counted: two sweeps of an empty backlog race on nothing.
+func (st *Stack) secondSweep() {
+	b := st.cfg.chaos
+	if b == nil || b.stack.Load() != st {
+		return
+	}
+	in := b.injector
+	if !in.Allow(load.SweeperConcurrent) || in.Draw() >= in.Rate(load.SweeperConcurrent) {
+		return
+	}
+	res, err := st.sweepAlongside()
+	if err != nil {
+		if st.ctx.Err() == nil {
+			st.log.Warn("stack: the second sweep failed", "error", err.Error())
+		}
+		return
+	}
+	if res.HoldsExamined+res.PaymentsExamined > 0 {
+		in.Count(load.SweeperConcurrent)
 	}
 }
 
@@ -115,15 +138,20 @@ func (st *Stack) armSweeperCrash() {
 // the reserved concurrency of 1 that keeps scheduled sweeps apart: a second sweeper at once
 // with the scheduled one, as an operator's manual run with the reservation lifted, or a
 // second deployment over the same tables, would be (load.SweeperConcurrent).
-func (st *Stack) sweepAlongside() error {
+func (st *Stack) sweepAlongside() (sweeper.Result, error) {
+	var res sweeper.Result
 	payload, err := st.scheduledEvent()
 	if err != nil {
-		return err
+		return res, err
 	}
-	if _, err := lambdaruntime.NewHandler(st.handlers[FnSweeper]).Invoke(st.ctx, payload); err != nil {
-		return fmt.Errorf("sweeper alongside: %w", err)
+	out, err := lambdaruntime.NewHandler(st.handlers[FnSweeper]).Invoke(st.ctx, payload)
+	if err != nil {
+		return res, fmt.Errorf("sweeper alongside: %w", err)
 	}
-	return nil
+	if err := json.Unmarshal(out, &res); err != nil {
+		return res, fmt.Errorf("sweeper alongside: read its result: %w", err)
+	}
+	return res, nil
 }
 
 // Sweep invokes the sweeper function once, with the scheduled event EventBridge would send,

@@ -66,9 +66,11 @@ func DefaultQuotas() Quotas {
 	}
 }
 
-// throttles holds a server's buckets and counts what they throttled.
+// throttles holds a server's buckets and counts what they throttled. The API buckets are
+// swapped whole (SetAPIQuotas) while calls take tokens.
 type throttles struct {
-	api        map[string]*throttle.Bucket
+	clock      clock.Clock
+	api        atomic.Pointer[map[string]*throttle.Bucket]
 	transition *throttle.Bucket
 
 	mu      sync.Mutex
@@ -76,17 +78,25 @@ type throttles struct {
 }
 
 func newThrottles(c clock.Clock, q *Quotas) *throttles {
-	t := &throttles{api: map[string]*throttle.Bucket{}, counted: map[string]*atomic.Int64{}}
+	t := &throttles{clock: c, counted: map[string]*atomic.Int64{}}
 	if q == nil {
+		t.setAPI(nil)
 		return t
 	}
-	for op, l := range q.API {
-		t.api[op] = throttle.New(c, l)
-	}
+	t.setAPI(q.API)
 	if q.StateTransition.Size > 0 {
 		t.transition = throttle.New(c, q.StateTransition)
 	}
 	return t
+}
+
+// setAPI gives every action of limits a full bucket of its limit; the others are not throttled.
+func (t *throttles) setAPI(limits map[string]throttle.Limit) {
+	api := make(map[string]*throttle.Bucket, len(limits))
+	for op, l := range limits {
+		api[op] = throttle.New(t.clock, l)
+	}
+	t.api.Store(&api)
 }
 
 func (t *throttles) count(name string) {
@@ -104,7 +114,7 @@ func (t *throttles) count(name string) {
 // call: HTTP 400, ThrottlingException, "Rate exceeded". The SDK's retryer treats that code as
 // a throttle and retries it with backoff, as it does on AWS.
 func (t *throttles) admit(op string) *apiError {
-	b, ok := t.api[op]
+	b, ok := (*t.api.Load())[op]
 	if !ok || b.Take() {
 		return nil
 	}
@@ -140,7 +150,7 @@ func (s *Server) Throttles() map[string]int64 {
 // Quotas returns the limits the server throttles with (none when Options.Quotas was nil).
 func (s *Server) Quotas() Quotas {
 	q := Quotas{API: map[string]throttle.Limit{}}
-	for op, b := range s.throttles.api {
+	for op, b := range *s.throttles.api.Load() {
 		q.API[op] = b.Limit()
 	}
 	if s.throttles.transition != nil {
@@ -148,3 +158,8 @@ func (s *Server) Quotas() Quotas {
 	}
 	return q
 }
+
+// SetAPIQuotas replaces the API actions' quotas with limits, each bucket full; an action limits
+// does not name is no longer throttled, and the state-transition bucket is left as it is. A
+// run that tightened a quota for a while gives it back with it.
+func (s *Server) SetAPIQuotas(limits map[string]throttle.Limit) { s.throttles.setAPI(limits) }

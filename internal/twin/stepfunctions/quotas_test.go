@@ -346,3 +346,27 @@ func TestAStartPastTheOpenExecutionsQuotaIsRefusedUntilOneCloses(t *testing.T) {
 		}
 	}
 }
+
+// A quota set while the server runs takes the next call: a run that tightened StartExecution
+// gives it back, and the calls after are admitted by the new, full bucket.
+func TestAQuotaSetWhileServingBindsTheNextCall(t *testing.T) {
+	tight := stepfunctions.Quotas{API: map[string]throttle.Limit{"StartExecution": {Size: 1, RefillPerSecond: 0.001}}}
+	srv, _, endpoint, _ := throttled(t, tight, nil)
+	sm := createMachine(t, endpoint, "given-back", passDef)
+	start := func(name string) int {
+		status, _, _ := call(t, endpoint, "StartExecution", map[string]string{"stateMachineArn": sm, "name": name})
+		return status
+	}
+	if a, b := start("a"), start("b"); a != http.StatusOK || b != http.StatusBadRequest {
+		t.Fatalf("under the tight quota: %d then %d; want 200 then the throttle", a, b)
+	}
+	srv.SetAPIQuotas(map[string]throttle.Limit{"StartExecution": {Size: 3, RefillPerSecond: 0.001}})
+	for _, name := range []string{"c", "d", "e"} {
+		if got := start(name); got != http.StatusOK {
+			t.Fatalf("start %s after the quota was given back: %d", name, got)
+		}
+	}
+	if got := start("f"); got != http.StatusBadRequest {
+		t.Fatalf("past the new bucket: %d; want the throttle", got)
+	}
+}

@@ -63,7 +63,8 @@ type activeFault struct {
 }
 
 // InjectFault arms f for the next calls to ep. Faults of different kinds combine (latency
-// then lose the response); each affected call consumes one use of each.
+// then lose the response); each affected call consumes one use of each that reaches it (a
+// failure before acting leaves the others for a later call).
 func (s *Sim) InjectFault(ep Endpoint, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,21 +133,45 @@ type plannedFaults struct {
 	lose        FaultKind // "", FaultLoseResponse or FaultDropConnection
 }
 
-// takeFaults consumes the faults armed for ep; must hold s.mu.
+// takeFaults consumes the faults armed for ep that take effect on one call; must hold s.mu.
+// A call answered before acting (a 500, else a 429) reaches none of the others: they stay armed
+// for a later call and are not reported, so that a chaos run counts only what hit.
 func (s *Sim) takeFaults(ep Endpoint) plannedFaults {
 	p := plannedFaults{latency: s.latency[ep]}
+	now := time.Now()
+	armed := map[FaultKind]bool{}
+	for _, f := range s.faults[ep] {
+		if f.Until.IsZero() || now.Before(f.Until) {
+			armed[f.Kind] = true
+		}
+	}
+	reaches := func(k FaultKind) bool {
+		switch {
+		case armed[FaultFailBeforeActing]:
+			return k == FaultFailBeforeActing
+		case armed[FaultRateLimited]:
+			return k == FaultRateLimited
+		}
+		return true
+	}
+	// One lost response per call: a dropped connection and a held one are the same slot.
+	slot := func(k FaultKind) FaultKind {
+		if k == FaultDropConnection {
+			return FaultLoseResponse
+		}
+		return k
+	}
 	used := map[FaultKind]bool{}
 	kept := s.faults[ep][:0]
-	now := time.Now()
 	for _, f := range s.faults[ep] {
 		if !f.Until.IsZero() && !now.Before(f.Until) {
 			continue // the window is over
 		}
-		if !used[f.Kind] {
+		if reaches(f.Kind) && !used[slot(f.Kind)] {
 			if f.OnInjected != nil {
 				f.OnInjected()
 			}
-			used[f.Kind] = true
+			used[slot(f.Kind)] = true
 			switch f.Kind {
 			case FaultFailBeforeActing:
 				p.failBefore = true
@@ -155,9 +180,7 @@ func (s *Sim) takeFaults(ep Endpoint) plannedFaults {
 			case FaultLatency:
 				p.latency += f.Latency
 			case FaultLoseResponse, FaultDropConnection:
-				if p.lose == "" {
-					p.lose = f.Kind
-				}
+				p.lose = f.Kind
 			}
 			if f.remaining > 0 && f.Until.IsZero() {
 				f.remaining--

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -389,6 +390,35 @@ func TestFaults(t *testing.T) {
 		// Nothing was saved under the key: the retry acts.
 		if r := rg.call("POST", "/v1/payment_intents", "k1", create); r.status != 200 {
 			t.Fatalf("retry after 429: %d %v", r.status, r.body)
+		}
+	})
+
+	t.Run("a fault the call never reaches stays armed and is not reported", func(t *testing.T) {
+		// The provider down for a window answers 500 before acting: a rate limit, a latency
+		// and a lost response armed for the same endpoint cannot take effect on that call,
+		// so they must neither be reported injected nor be used up by it.
+		rg := newRig(t, stripesim.Options{})
+		var down, limited, slow, lost atomic.Int32
+		ep := stripesim.EndpointCreateIntent
+		rg.sim.FailUntil(ep, time.Now().Add(300*time.Millisecond), func() { down.Add(1) })
+		rg.sim.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultRateLimited, OnInjected: func() { limited.Add(1) }})
+		rg.sim.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultLatency, Latency: time.Millisecond, OnInjected: func() { slow.Add(1) }})
+		rg.sim.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultDropConnection, OnInjected: func() { lost.Add(1) }})
+		if r := rg.call("POST", "/v1/payment_intents", "k1", create); r.status != 500 {
+			t.Fatalf("during the outage: %d %v", r.status, r.body)
+		}
+		if down.Load() != 1 || limited.Load() != 0 || slow.Load() != 0 || lost.Load() != 0 {
+			t.Fatalf("reported down %d, rate limited %d, slow %d, lost %d; want only the outage",
+				down.Load(), limited.Load(), slow.Load(), lost.Load())
+		}
+		time.Sleep(350 * time.Millisecond) // the outage ends
+		if r := rg.call("POST", "/v1/payment_intents", "k1", create); r.status != 429 || limited.Load() != 1 {
+			t.Fatalf("after the outage: %d %v, rate limited %d; want the armed 429", r.status, r.body, limited.Load())
+		}
+		// Without a key: net/http would resend a keyed POST on the dropped connection.
+		if r := rg.call("POST", "/v1/payment_intents", "", create); r.transErr == nil || slow.Load() != 1 || lost.Load() != 1 {
+			t.Fatalf("after the 429: %d %v, slow %d, lost %d; want the slow call whose connection drops",
+				r.status, r.transErr, slow.Load(), lost.Load())
 		}
 	})
 
