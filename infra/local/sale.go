@@ -30,10 +30,12 @@ type saleFlags struct {
 	seats, buyers, perBuyer, concurrency int
 	scale                                float64
 	hold                                 time.Duration
-	mix                                  string
-	dupRate                              float64
-	reorder                              bool
-	faults                               bool
+	// sweepGrace, when positive, replaces Compressed's sweep grace.
+	sweepGrace time.Duration
+	mix        string
+	dupRate    float64
+	reorder    bool
+	faults     bool
 	// incident names one of stack.Incidents to stage during the sale ("" or -faults=false:
 	// none); incidentDef is what it names.
 	incident                           string
@@ -97,6 +99,7 @@ func parseSaleFlags(mode string, args []string) (saleFlags, error) {
 	fs.IntVar(&f.concurrency, "concurrency", f.concurrency, "HTTP requests in flight at once (every buyer arrives in the burst)")
 	fs.Float64Var(&f.scale, "scale", f.scale, "clock compression: stack time runs this many times faster than wall time")
 	fs.DurationVar(&f.hold, "hold", f.hold, "hold duration in stack time (10m at -scale 20 expires after 30 s of wall time)")
+	fs.DurationVar(&f.sweepGrace, "sweep-grace", 0, "how long past a hold's deadline the sweeper leaves it to its saga, in stack time (0: the stack's 2m)")
 	fs.StringVar(&f.mix, "mix", f.mix, "payment behaviours and weights: pays, declines, 3ds-late, 3ds-never, late-auth")
 	fs.Float64Var(&f.dupRate, "webhook-dup", f.dupRate, "share of webhooks delivered twice")
 	fs.BoolVar(&f.reorder, "webhook-reorder", f.reorder, "deliver webhooks out of order")
@@ -193,6 +196,9 @@ func stackConfig(f saleFlags, logger *slog.Logger) stack.Config {
 	cfg.Payments.Seed = f.seed
 	cfg.Pricing = f.pricing
 	cfg.Logger = logger
+	if f.sweepGrace > 0 {
+		cfg.SweepGrace = f.sweepGrace
+	}
 	if len(f.chaosRates) > 0 {
 		stack.WithChaos(&cfg, load.NewInjector(f.chaosRates, f.seed))
 	}

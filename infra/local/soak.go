@@ -25,7 +25,7 @@ const soakChaos = "dynamodb-throttle=0.004,dynamodb-internal-error=0.002,dynamod
 	"provider-fail-before=0.03,provider-rate-limited=0.03,provider-lose-response=0.04,provider-slow=0.03,provider-down=0.02," +
 	"webhook-duplicated=0.02,webhook-reordered=0.02,webhook-delayed=0.02,webhook-not-delivered=0.02,webhook-rotated-secret=0.02," +
 	"stepfunctions-throttle=0.9,stepfunctions-response-lost=0.02," +
-	"sweeper-crash=0.2,sweeper-concurrent=0.2,clock-skew=0.005"
+	"sweeper-crash=0.3,sweeper-concurrent=0.4,clock-skew=0.005"
 
 // soakSeed is what one seed's sale came to.
 type soakSeed struct {
@@ -52,6 +52,9 @@ func runSoak(ctx context.Context, args []string) error {
 	seats := fs.Int("seats", 60, "seats per sale")
 	scale := fs.Float64("scale", 20, "clock compression")
 	hold := fs.Duration("hold", 5*time.Minute, "hold duration in stack time (5m at -scale 20 expires after 15 s of wall time)")
+	// A short grace makes the sweeps race the sagas on holds just past their deadline, so
+	// that the sweeper faults (a crash mid-batch, a second sweeper) strike sweeps with work.
+	grace := fs.Duration("sweep-grace", time.Second, "how long past a hold's deadline the sweeper leaves it to its saga, in stack time")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,14 +62,14 @@ func runSoak(ctx context.Context, args []string) error {
 		return fmt.Errorf("-seeds must be positive")
 	}
 	out := os.Stdout
-	fmt.Fprintf(out, "soak: %d seeds from %d, %d buyers for %d seats each, clock ×%g, hold %s, chaos %s\n\n",
-		*seeds, *first, *buyers, *seats, *scale, *hold, *chaos)
+	fmt.Fprintf(out, "soak: %d seeds from %d, %d buyers for %d seats each, clock ×%g, hold %s, sweep grace %s, chaos %s\n\n",
+		*seeds, *first, *buyers, *seats, *scale, *hold, *grace, *chaos)
 	var results []soakSeed
 	failed := 0
 	for i := 0; i < *seeds; i++ {
 		seed := *first + int64(i)
 		saleArgs := []string{"-seed", fmt.Sprint(seed), "-buyers", fmt.Sprint(*buyers), "-seats", fmt.Sprint(*seats),
-			"-scale", fmt.Sprint(*scale), "-hold", hold.String(), "-chaos", *chaos, "-faults=false", "-fault-cap", "0",
+			"-scale", fmt.Sprint(*scale), "-hold", hold.String(), "-sweep-grace", grace.String(), "-chaos", *chaos, "-faults=false", "-fault-cap", "0",
 			"-report", "", "-log", filepath.Join(*dir, fmt.Sprintf("seed-%d.log", seed))}
 		r := soakOne(ctx, saleArgs, seed, *dir)
 		results = append(results, r)
