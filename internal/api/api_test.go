@@ -938,6 +938,21 @@ func TestAThrottledStartThatCannotBeQueuedIs429(t *testing.T) {
 	}
 }
 
+// A start whose answer was lost, retried and then throttled, for a buyer the saga already
+// turned away: there is nothing left to queue, and the buyer is told what the saga decided,
+// not 500.
+func TestAThrottledRetryOfAStartTheSagaAlreadyAnsweredIsToldItsOutcome(t *testing.T) {
+	r := newRig(t)
+	// The first attempt took effect and the saga rejected the buyer at once; the retry of the
+	// lost answer is what the api sees, and it is throttled.
+	r.sfn.FailNext(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
+	r.gate.beforeQueue = r.gate.reject
+	resp := r.do(t, postReq("alice", "ev1", "k", goodBody))
+	if resp.StatusCode != 202 || decode[ReservationStatus](t, resp).Status != StatusRejected {
+		t.Fatalf("throttled retry of an answered start: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
 // A buyer the claim turned away is told so on replay and on GET, without a second start.
 func TestARejectedAdmissionIsAnsweredRejectedWithoutAStart(t *testing.T) {
 	r := newRig(t)

@@ -3,10 +3,12 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga/sagatest"
 )
@@ -99,6 +101,8 @@ type gate struct {
 	beforeAdmit func(*gate)
 	// queueErr, when set, is what QueueStart answers.
 	queueErr error
+	// beforeQueue, when set, runs as QueueStart is called: another writer moving first.
+	beforeQueue func(id string)
 	// queued are the inputs of the starts queued for the starter.
 	queued []string
 	// admitted counts the buyers let through.
@@ -186,6 +190,9 @@ func (g *gate) GetAdmission(_ context.Context, id string) (reservation.Admission
 
 func (g *gate) QueueStart(_ context.Context, adm reservation.Admission, input string, leaseUntil, _ time.Time) error {
 	id := adm.ReservationID
+	if g.beforeQueue != nil {
+		g.beforeQueue(id)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.err != nil {
@@ -196,7 +203,7 @@ func (g *gate) QueueStart(_ context.Context, adm reservation.Admission, input st
 	}
 	a, ok := g.records[id]
 	if !ok || a.State != reservation.Admitted {
-		return errors.New("no admitted reservation to queue")
+		return fmt.Errorf("queue %s: %w", id, inventory.ErrNotAdmitted)
 	}
 	a.StartQueued = true
 	g.records[id] = a

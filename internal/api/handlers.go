@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/payment"
 	"github.com/seatsaga/seatsaga/internal/reservation"
@@ -137,7 +138,13 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 		// Past the StartExecution quota, or the open-executions one, the winner is queued, not
 		// failed: the starter starts the execution from the admission in turn.
 		queuedAt := h.d.Now()
-		if qerr := h.d.Admissions.QueueStart(ctx, admission, string(input), queuedAt.Add(QueuedLease), queuedAt.Add(QueuedLease+h.d.Hold)); qerr != nil {
+		qerr := h.d.Admissions.QueueStart(ctx, admission, string(input), queuedAt.Add(QueuedLease), queuedAt.Add(QueuedLease+h.d.Hold))
+		if errors.Is(qerr, inventory.ErrNotAdmitted) {
+			// The start took effect before (its answer was lost, this retry was throttled) and
+			// the saga already answered: the buyer is told what it decided.
+			return h.answerDecided(ctx, id)
+		}
+		if qerr != nil {
 			return events.APIGatewayProxyResponse{}, h.serverError(ctx, "queue start", qerr, "reservationId", id)
 		}
 		h.d.Metrics.Count("ReservationsQueued", 1)
@@ -249,6 +256,23 @@ func (h *Handler) replay(ctx context.Context, id, hash string, first firstRead) 
 	}
 	h.d.Metrics.Count("ReservationReplays", 1)
 	return none, accepted(viewOf(r)), true, nil
+}
+
+// answerDecided answers a request the saga decided after the api last read its admission:
+// from the reservation once the Claim step wrote it, else from the admission as it is now.
+func (h *Handler) answerDecided(ctx context.Context, id string) (events.APIGatewayProxyResponse, *Error) {
+	a, found, err := h.d.Admissions.GetAdmission(ctx, id)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "read admission", err, "reservationId", id)
+	}
+	if !found {
+		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "read admission", errors.New("the admission is gone"), "reservationId", id)
+	}
+	if a.State == reservation.AdmissionRejected {
+		h.d.Metrics.Count("ReservationReplays", 1)
+		return accepted(admissionView(a)), nil
+	}
+	return h.answerStored(ctx, id, a)
 }
 
 // answerStored answers a request the saga is already handling: the reservation once the Claim

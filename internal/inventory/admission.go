@@ -381,6 +381,11 @@ func (st *Store) admissionCondition() string {
 	return claimableSeat + " AND " + leaseFree
 }
 
+// ErrNotAdmitted is what QueueStart's error wraps when the admission is no longer ADMITTED:
+// the saga it would start already ran and answered (its start took effect, and the retry of
+// the lost answer was throttled), so there is nothing left to queue.
+var ErrNotAdmitted = errors.New("the admission is no longer admitted")
+
 // QueueStart records on an admission the input of the execution Step Functions would not start
 // at once; the Admissions stream carries it to the starter (internal/starter). Only an admission
 // the saga has not turned away is queued. In the same transaction the admission's seat leases
@@ -422,6 +427,8 @@ func (st *Store) QueueStart(ctx context.Context, a reservation.Admission, input 
 	switch {
 	case err != nil:
 		return fmt.Errorf("inventory: queue the start of %s: %w", a.ReservationID, err)
+	case c != nil && c.conditionFailed(0):
+		return fmt.Errorf("inventory: queue the start of %s: %w", a.ReservationID, ErrNotAdmitted)
 	case c != nil && c.any(codeThrottling, codeProvisioned):
 		return fmt.Errorf("inventory: queue the start of %s: %w (%s)", a.ReservationID, ErrThrottled, c.describe())
 	case c != nil:
