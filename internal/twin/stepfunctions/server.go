@@ -698,7 +698,7 @@ func (s *Server) startNamed(key string, sm *asl.StateMachine, spec asl.Execution
 		}
 		return nil, false, clientErr("ExecutionAlreadyExists", "Execution Already Exists: '%s'", spec.ARN)
 	}
-	if limit := s.opts.Quotas.OpenExecutions; limit > 0 && s.open.Load() >= int64(limit) {
+	if q := s.opts.Quotas; q != nil && q.OpenExecutions > 0 && s.open.Load() >= int64(q.OpenExecutions) {
 		return nil, false, clientErr("ExecutionLimitExceeded", "The maximum number of running executions has been reached. Running executions must end or be stopped before a new execution can be started.")
 	}
 	// Counted before the start, so that an execution closing at once is counted out.
