@@ -125,24 +125,31 @@ type Execution struct {
 	engine *Engine
 	sm     *StateMachine
 	input  any
-	ctxExe map[string]any // $$.Execution
-	ctxSM  map[string]any // $$.StateMachine
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+	// ctxExe and ctxSM are $$.Execution and $$.StateMachine, built by contextMaps on first
+	// use (most state machines never read the context object), or given before the run.
+	ctxExe  map[string]any
+	ctxSM   map[string]any
+	ctxOnce sync.Once
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
 
 	transitions  atomic.Int64
 	timeoutTimer clock.Timer // execution TimeoutSeconds
 	// main is the execution's own thread, kept here to save allocating it.
 	main thread
+	// eventsBuf holds the first events, kept here to save allocating them.
+	eventsBuf [initialEvents]event
 
-	mu         sync.Mutex
-	status     string
-	stopDate   time.Time
-	output     []byte
-	errName    string
-	cause      string
-	events     []HistoryEvent
+	mu       sync.Mutex
+	status   string
+	stopDate time.Time
+	output   []byte
+	errName  string
+	cause    string
+	events   []event
+	// eventMaps are the events' details as the API's maps, made when the history is first read.
+	eventMaps  []map[string]any
 	mockCounts map[string]int
 }
 
@@ -190,13 +197,25 @@ func (e *Engine) Start(sm *StateMachine, spec ExecutionSpec) (*Execution, error)
 	}
 	now := e.clock.Now()
 	x := &Execution{ExecutionSpec: spec, StartDate: now, engine: e, sm: sm, input: input,
-		done: make(chan struct{}), status: StatusRunning, events: make([]HistoryEvent, 0, initialEvents)}
-	x.ctxExe = map[string]any{"Id": spec.ARN, "Input": input, "Name": spec.Name, "RoleArn": spec.RoleARN,
-		"StartTime": isoTime(now), "RedriveCount": int64(0)}
-	x.ctxSM = map[string]any{"Id": spec.StateMachineARN, "Name": spec.StateMachineName}
+		done: make(chan struct{}), status: StatusRunning}
+	x.events = x.eventsBuf[:0]
 	x.ctx, x.cancel = context.WithCancelCause(context.Background())
 	goRun(x)
 	return x, nil
+}
+
+// contextMaps returns $$.Execution and $$.StateMachine, building those not given on first use.
+func (x *Execution) contextMaps() (exe, sm map[string]any) {
+	x.ctxOnce.Do(func() {
+		if x.ctxExe == nil {
+			x.ctxExe = map[string]any{"Id": x.ARN, "Input": x.input, "Name": x.Name, "RoleArn": x.RoleARN,
+				"StartTime": isoTime(x.StartDate), "RedriveCount": int64(0)}
+		}
+		if x.ctxSM == nil {
+			x.ctxSM = map[string]any{"Id": x.StateMachineARN, "Name": x.StateMachineName}
+		}
+	})
+	return x.ctxExe, x.ctxSM
 }
 
 // initialEvents is the history capacity an execution starts with: a one-task execution's
@@ -254,20 +273,20 @@ func (x *Execution) Snapshot() Snapshot {
 func (x *Execution) History() []HistoryEvent {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return append([]HistoryEvent(nil), x.events...)
+	return x.historyLocked()
 }
 
-func (x *Execution) addEvent(prev int64, typ, key string, details map[string]any) int64 {
-	return x.addEventAt(x.engine.clock.Now(), prev, typ, key, details)
+// addEvent records an event that happens now with details of its kind's shape.
+func (x *Execution) addEvent(prev int64, k *eventKind, d details) int64 {
+	return x.addEventAt(x.engine.clock.Now(), prev, k, d)
 }
 
-// addEventAt records an event that happened at now.
-func (x *Execution) addEventAt(now time.Time, prev int64, typ, key string, details map[string]any) int64 {
+// addEventAt records an event that happened at now; its id is its place in the history.
+func (x *Execution) addEventAt(now time.Time, prev int64, k *eventKind, d details) int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	id := int64(len(x.events) + 1)
-	x.events = append(x.events, HistoryEvent{ID: id, PreviousEventID: prev, Timestamp: now, Type: typ, DetailsKey: key, Details: details})
-	return id
+	x.events = append(x.events, event{at: now, kind: k, prev: prev, details: d})
+	return int64(len(x.events))
 }
 
 func (x *Execution) nextMockAttempt(state string) int {
@@ -284,14 +303,15 @@ func (x *Execution) nextMockAttempt(state string) int {
 func (x *Execution) run() {
 	x.main = thread{x: x, ctx: x.ctx, top: true}
 	t := &x.main
-	t.event("ExecutionStarted", "executionStartedEventDetails", map[string]any{
-		"input": string(x.Input), "inputDetails": notTruncated, "roleArn": x.RoleARN})
+	// The execution started when its start date says it did: one clock reading serves both.
+	t.eventAt(x.StartDate, kindExecutionStarted, details{s: [3]string{x.RoleARN}})
 	if x.sm.TimeoutSeconds > 0 {
 		x.timeoutTimer = x.engine.clock.AfterFunc(time.Duration(x.sm.TimeoutSeconds)*time.Second, func() { x.cancel(errExecutionTimedOut) })
 	}
 	if x.engine.logsInfo() {
 		x.engine.log.Info("execution started", "execution", x.ARN, "stateMachine", x.StateMachineARN, "testCase", x.TestCase)
 	}
+	t.execInput = true
 	out, serr := t.runBlock(x.sm.root, x.input)
 	x.afterRun(t, out, serr)
 }
@@ -320,15 +340,17 @@ func (x *Execution) finish(t *thread, out any, serr *StateError) {
 	}
 	status, errName, cause := StatusSucceeded, "", ""
 	var output []byte
+	// The execution stopped when its closing event says it did: one clock reading serves both.
+	now := x.engine.clock.Now()
 	if cerr := context.Cause(x.ctx); cerr != nil && x.ctx.Err() != nil {
 		var ab *abortCause
 		switch {
 		case errors.As(cerr, &ab):
 			status, errName, cause = StatusAborted, ab.errName, ab.cause
-			t.event("ExecutionAborted", "executionAbortedEventDetails", map[string]any{"error": errName, "cause": cause})
+			t.eventAt(now, kindExecutionAborted, errorDetails(errName, cause))
 		case errors.Is(cerr, errExecutionTimedOut):
 			status, errName, cause = StatusTimedOut, ErrTimeout, fmt.Sprintf("The execution exceeded its TimeoutSeconds of %d", x.sm.TimeoutSeconds)
-			t.event("ExecutionTimedOut", "executionTimedOutEventDetails", map[string]any{"error": errName, "cause": cause})
+			t.eventAt(now, kindExecutionTimedOut, errorDetails(errName, cause))
 		}
 	}
 	if status == StatusSucceeded {
@@ -346,17 +368,17 @@ func (x *Execution) finish(t *thread, out any, serr *StateError) {
 		}
 		if serr != nil {
 			status, errName, cause = StatusFailed, serr.Name, serr.Cause
-			t.event("ExecutionFailed", "executionFailedEventDetails", map[string]any{"error": errName, "cause": cause})
+			t.eventAt(now, kindExecutionFailed, errorDetails(errName, cause))
 		} else {
 			outString := t.outJSON
 			if outString == "" {
 				outString = string(output)
 			}
-			t.event("ExecutionSucceeded", "executionSucceededEventDetails", map[string]any{"output": outString, "outputDetails": notTruncated})
+			t.eventAt(now, kindExecutionSucceeded, outputDetails(outString))
 		}
 	}
 	x.mu.Lock()
-	x.status, x.output, x.errName, x.cause, x.stopDate = status, output, errName, cause, x.engine.clock.Now()
+	x.status, x.output, x.errName, x.cause, x.stopDate = status, output, errName, cause, now
 	x.mu.Unlock()
 	if x.engine.logsInfo() {
 		x.engine.log.Info("execution finished", "execution", x.ARN, "status", status, "error", errName,
@@ -488,6 +510,8 @@ func (tw *tokenWait) stopHeartbeat() {
 type outcome struct {
 	out any
 	err *StateError
+	// outJSON is out's JSON when the text it was parsed from told it (parseDataJSON), else empty.
+	outJSON string
 }
 
 func (e *Engine) newToken(x *Execution) (string, *tokenWait) {
@@ -570,11 +594,11 @@ func (e *Engine) SendTaskSuccess(token string, output []byte) error {
 	if err != nil {
 		return err
 	}
-	v, perr := parseData(output)
+	v, js, perr := parseDataJSON(output)
 	if perr != nil || len(output) == 0 {
 		return fmt.Errorf("%w: the output is not valid JSON", ErrInvalidOutput)
 	}
-	return e.complete(token, tw, outcome{out: v})
+	return e.complete(token, tw, outcome{out: v, outJSON: js})
 }
 
 // SendTaskFailure fails the task waiting on token.

@@ -138,9 +138,19 @@ func FunctionNameFromARN(s string) string {
 		}
 		return s
 	}
-	parts := strings.Split(s, ":")
-	if len(parts) >= 7 && parts[5] == "function" {
-		return parts[6]
+	// Fields are cut off one at a time rather than split into a slice: this runs per invocation.
+	rest := s
+	for range 5 { // arn, partition, service, region, account
+		_, after, ok := strings.Cut(rest, ":")
+		if !ok {
+			return s
+		}
+		rest = after
 	}
-	return s
+	kind, rest, ok := strings.Cut(rest, ":")
+	if !ok || kind != "function" {
+		return s
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	return name
 }

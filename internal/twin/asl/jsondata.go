@@ -225,10 +225,61 @@ func parseData(b []byte) (any, error) {
 	if v, ok := parsePlainJSON(b); ok {
 		return v, nil
 	}
+	return parseOther(b)
+}
+
+func parseOther(b []byte) (any, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return map[string]any{}, nil
 	}
 	return ojParse(b)
+}
+
+// parseDataJSON is parseData that also returns the value's JSON as marshalDataString renders
+// it, when the text tells it: plain JSON whose objects list their keys in order, once each, and
+// whose strings and numbers are written as marshalData writes them is that JSON once the
+// whitespace between tokens is dropped. Otherwise the JSON is empty, for the caller to render.
+func parseDataJSON(b []byte) (v any, js string, err error) {
+	p := plainParser{b: b}
+	if v, ok := p.parse(); ok {
+		switch {
+		case p.nonCanonical:
+		case !p.spaced:
+			js = string(b)
+		default:
+			js = compactJSON(b)
+		}
+		return v, js, nil
+	}
+	v, err = parseOther(b)
+	return v, "", err
+}
+
+// compactJSON drops the whitespace between the tokens of valid JSON.
+func compactJSON(b []byte) string {
+	buf := dataBufPool.Get().(*[]byte)
+	out := (*buf)[:0]
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			out = append(out, c)
+			if c == '\\' {
+				i++
+				out = append(out, b[i])
+			} else if c == '"' {
+				inString = false
+			}
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			inString = c == '"'
+			out = append(out, c)
+		}
+	}
+	js := string(out)
+	releaseData(buf, out)
+	return js
 }
 
 // plainParser reads the subset of JSON that parsePlainJSON accepts. Its methods report ok
@@ -237,6 +288,10 @@ type plainParser struct {
 	b   []byte
 	i   int
 	buf []byte // unescaped string bytes
+	// spaced says that whitespace was skipped; nonCanonical that a token is written other than
+	// as marshalData writes it (an escaped '/', a number with an exponent or a fraction, -0), or
+	// that an object's keys are out of order or repeated.
+	spaced, nonCanonical bool
 }
 
 // maxPlainDepth bounds the nesting parsePlainJSON recurses into.
@@ -245,6 +300,10 @@ const maxPlainDepth = 200
 // parsePlainJSON parses one JSON value surrounded by optional whitespace.
 func parsePlainJSON(b []byte) (any, bool) {
 	p := plainParser{b: b}
+	return p.parse()
+}
+
+func (p *plainParser) parse() (any, bool) {
 	p.space()
 	v, ok := p.value(0)
 	if !ok {
@@ -259,6 +318,7 @@ func (p *plainParser) space() {
 		switch p.b[p.i] {
 		case ' ', '\t', '\n', '\r':
 			p.i++
+			p.spaced = true
 		default:
 			return
 		}
@@ -307,6 +367,7 @@ func (p *plainParser) object(depth int) (any, bool) {
 		p.i++
 		return m, true
 	}
+	prev, first := "", true
 	for {
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
 			return nil, false
@@ -315,6 +376,10 @@ func (p *plainParser) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
+		if !first && key <= prev {
+			p.nonCanonical = true // marshalData writes keys sorted, once each
+		}
+		prev, first = key, false
 		p.space()
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
 			return nil, false
@@ -411,7 +476,10 @@ func (p *plainParser) escapedStr(start int) (string, bool) {
 			}
 			var r byte
 			switch p.b[p.i+1] {
-			case '"', '\\', '/':
+			case '/':
+				r = '/'
+				p.nonCanonical = true // marshalData writes '/' unescaped
+			case '"', '\\':
 				r = p.b[p.i+1]
 			case 'b':
 				r = '\b'
@@ -479,6 +547,9 @@ func (p *plainParser) number() (any, bool) {
 		for _, c := range p.b[expStart:p.i] {
 			exp = exp*10 + int(c-'0')
 		}
+	}
+	if fraction || p.i > intEnd || (neg && p.b[intStart] == '0') {
+		p.nonCanonical = true // marshalData writes an int64 as its digits, and -0 as 0
 	}
 	if !fraction && exp == 0 {
 		var n int64

@@ -2,6 +2,7 @@ package asl
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/ohler55/ojg/jp"
@@ -220,10 +221,9 @@ func setFrags(data any, frags jp.Expr, v any, raw string) (any, error) {
 		var m map[string]any
 		switch d := data.(type) {
 		case map[string]any:
-			m = make(map[string]any, len(d)+1)
-			for k, val := range d {
-				m[k] = val
-			}
+			// Cloning copies the map's slots as they are, where inserting every key again
+			// hashes each: ResultPath copies its input per state transition.
+			m = maps.Clone(d)
 		case nil:
 			m = map[string]any{}
 		default:

@@ -58,7 +58,11 @@ func (x *Execution) RedrivePoint() RedrivePoint {
 func (e *Engine) Redrive(prev *Execution, redriveCount int64) (*Execution, error) {
 	prev.mu.Lock()
 	status := prev.status
-	events := append([]HistoryEvent(nil), prev.events...)
+	// The old events' details are made maps first: they keep the region of the engine that
+	// recorded them, and the new execution shares them as every reader of the history does.
+	history := prev.historyLocked()
+	events := append([]event(nil), prev.events...)
+	eventMaps := append([]map[string]any(nil), prev.eventMaps...)
 	mockCounts := make(map[string]int, len(prev.mockCounts))
 	for k, v := range prev.mockCounts {
 		mockCounts[k] = v
@@ -69,21 +73,22 @@ func (e *Engine) Redrive(prev *Execution, redriveCount int64) (*Execution, error
 	}
 	now := e.clock.Now()
 	x := &Execution{ExecutionSpec: prev.ExecutionSpec, StartDate: prev.StartDate, engine: e, sm: prev.sm, input: prev.input,
-		done: make(chan struct{}), status: StatusRunning, events: events, mockCounts: mockCounts}
+		done: make(chan struct{}), status: StatusRunning, events: events, eventMaps: eventMaps, mockCounts: mockCounts}
 	x.transitions.Store(prev.transitions.Load())
-	x.ctxExe = make(map[string]any, len(prev.ctxExe)+1)
-	for k, v := range prev.ctxExe {
+	prevExe, prevSM := prev.contextMaps()
+	x.ctxExe = make(map[string]any, len(prevExe)+1)
+	for k, v := range prevExe {
 		x.ctxExe[k] = v
 	}
 	x.ctxExe["RedriveCount"] = redriveCount
 	x.ctxExe["RedriveTime"] = isoTime(now)
-	x.ctxSM = prev.ctxSM
+	x.ctxSM = prevSM
 	x.ctx, x.cancel = context.WithCancelCause(context.Background())
 	var last int64
 	if n := len(events); n > 0 {
-		last = events[n-1].ID
+		last = int64(n)
 	}
-	go x.runRedriven(redrivePoint(events, prev.sm.root), last, redriveCount)
+	go x.runRedriven(redrivePoint(history, prev.sm.root), last, redriveCount)
 	return x, nil
 }
 
@@ -91,7 +96,7 @@ func (e *Engine) Redrive(prev *Execution, redriveCount int64) (*Execution, error
 // from the redrive point.
 func (x *Execution) runRedriven(p RedrivePoint, last, redriveCount int64) {
 	t := &thread{x: x, ctx: x.ctx, top: true, prev: last}
-	t.event("ExecutionRedriven", "executionRedrivenEventDetails", map[string]any{"redriveCount": redriveCount})
+	t.eventWith(kindExecutionRedriven, details{n: redriveCount})
 	if x.sm.TimeoutSeconds > 0 {
 		x.timeoutTimer = x.engine.clock.AfterFunc(time.Duration(x.sm.TimeoutSeconds)*time.Second, func() { x.cancel(errExecutionTimedOut) })
 	}

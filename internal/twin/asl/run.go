@@ -23,6 +23,9 @@ type thread struct {
 	// outJSON is the JSON of the output of the state this thread exited last, recorded in
 	// its StateExited event: the next state's input, or the thread's result, rendered once.
 	outJSON string
+	// execInput says that the next state entered takes the execution's input, which the
+	// execution keeps: its StateEntered event renders that input's JSON when the history is read.
+	execInput bool
 }
 
 // errSuspended unwinds the top-level thread when it parks on a task token.
@@ -71,8 +74,18 @@ func (t *thread) resume(p *suspension, o outcome) (any, *StateError) {
 	return t.runChain(p.block, next, out, t.outJSON)
 }
 
-func (t *thread) event(typ, key string, details map[string]any) int64 {
-	t.prev = t.x.addEvent(t.prev, typ, key, details)
+// event records an event without details.
+func (t *thread) event(k *eventKind) int64 { return t.eventWith(k, details{}) }
+
+// eventWith records an event with details of its kind's shape.
+func (t *thread) eventWith(k *eventKind, d details) int64 {
+	t.prev = t.x.addEvent(t.prev, k, d)
+	return t.prev
+}
+
+// eventAt is eventWith for an event that happened at now, a clock reading it shares.
+func (t *thread) eventAt(now time.Time, k *eventKind, d details) int64 {
+	t.prev = t.x.addEventAt(now, t.prev, k, d)
 	return t.prev
 }
 
@@ -120,9 +133,10 @@ func (t *thread) runChain(b *block, name string, data any, dataJSON string) (any
 }
 
 func (t *thread) ctxObject(s *State, entered time.Time, retries int) map[string]any {
+	exe, sm := t.x.contextMaps()
 	return map[string]any{
-		"Execution":    t.x.ctxExe,
-		"StateMachine": t.x.ctxSM,
+		"Execution":    exe,
+		"StateMachine": sm,
 		"State":        map[string]any{"Name": s.Name, "EnteredTime": isoTime(entered), "RetryCount": int64(retries)},
 	}
 }
@@ -147,12 +161,16 @@ func (t *thread) enterState(s *State, input any, inputJSON string) (out any, nex
 	}
 	t.x.transitions.Add(1)
 	entered := t.x.engine.clock.Now()
-	if inputJSON == "" {
-		inputJSON = marshalDataString(input)
+	d := details{s: [3]string{s.Name, inputJSON}}
+	switch {
+	case t.execInput:
+		t.execInput = false
+		d.n = enteredWithExecutionInput
+	case inputJSON == "":
+		d.s[1] = marshalDataString(input)
 	}
 	// The state was entered when its event says it was: one clock reading serves both.
-	t.prev = t.x.addEventAt(entered, t.prev, eventName(enteredEvents, s.Type, "StateEntered"), "stateEnteredEventDetails",
-		map[string]any{"name": s.Name, "input": inputJSON, "inputDetails": notTruncated})
+	t.prev = t.x.addEventAt(entered, t.prev, stateKind(enteredKinds, s.Type, "StateEntered", "stateEnteredEventDetails", shapeStateEntered), d)
 	switch s.Type {
 	case "Pass":
 		out, serr = t.pass(s, input, t.contextFor(s, entered, 0))
@@ -183,8 +201,8 @@ func (t *thread) exitState(s *State, out any, next string, serr *StateError) (an
 	if len(outJSON) > PayloadLimit {
 		return nil, "", &StateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", s.Name)}
 	}
-	t.event(eventName(exitedEvents, s.Type, "StateExited"), "stateExitedEventDetails", map[string]any{
-		"name": s.Name, "output": outJSON, "outputDetails": notTruncated})
+	t.eventWith(stateKind(exitedKinds, s.Type, "StateExited", "stateExitedEventDetails", shapeStateExited),
+		details{s: [3]string{s.Name, outJSON}})
 	t.outJSON = outJSON
 	return out, next, nil
 }
@@ -218,6 +236,19 @@ func applyTemplate(tm *template, v, ctxObj any) (any, *StateError) {
 		return v, nil
 	}
 	out, err := tm.eval(v, ctxObj)
+	if err != nil {
+		var se *StateError
+		if errors.As(err, &se) {
+			return nil, se
+		}
+		return nil, runtimeError("%v", err)
+	}
+	return out, nil
+}
+
+// applyTemplateText is applyTemplate for data given as text (template.evalText).
+func applyTemplateText(tm *template, text string, ctxObj any) (any, *StateError) {
+	out, err := tm.evalText(text, ctxObj)
 	if err != nil {
 		var se *StateError
 		if errors.As(err, &se) {
@@ -439,7 +470,7 @@ func (t *thread) attempt(s *State, raw any, ctxObj map[string]any) (any, *StateE
 	var result any
 	switch s.Type {
 	case "Task":
-		result, err = t.task(s, eff, ctxObj)
+		result, err = t.runTask(s, eff, ctxObj, s.ResultSelector.textOK())
 	case "Parallel":
 		result, err = t.parallel(s, eff, ctxObj)
 	case "Map":
@@ -457,7 +488,12 @@ func (t *thread) attempt(s *State, raw any, ctxObj map[string]any) (any, *StateE
 
 // finishAttempt applies ResultSelector, ResultPath and OutputPath to a result.
 func (t *thread) finishAttempt(s *State, raw any, ctxObj map[string]any, result any) (any, *StateError) {
-	result, err := applyTemplate(s.ResultSelector, result, ctxObj)
+	var err *StateError
+	if text, ok := result.(resultText); ok {
+		result, err = applyTemplateText(s.ResultSelector, string(text), ctxObj)
+	} else {
+		result, err = applyTemplate(s.ResultSelector, result, ctxObj)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +509,7 @@ func (t *thread) parallel(s *State, eff any, ctxObj map[string]any) (any, *State
 	if err != nil {
 		return nil, err
 	}
-	t.event("ParallelStateStarted", "", nil)
+	t.event(kindParallelStarted)
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	results := make([]any, len(s.Branches))
@@ -498,10 +534,10 @@ func (t *thread) parallel(s *State, eff any, ctxObj map[string]any) (any, *State
 		return nil, t.aborted()
 	}
 	if firstErr != nil {
-		t.event("ParallelStateFailed", "", nil)
+		t.event(kindParallelFailed)
 		return nil, firstErr
 	}
-	t.event("ParallelStateSucceeded", "", nil)
+	t.event(kindParallelSucceeded)
 	return results, nil
 }
 
@@ -529,7 +565,7 @@ func (t *thread) mapState(s *State, eff any, ctxObj map[string]any) (any, *State
 			return nil, err
 		}
 	}
-	t.event("MapStateStarted", "mapStateStartedEventDetails", map[string]any{"length": int64(len(items))})
+	t.eventWith(kindMapStarted, details{n: int64(len(items))})
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	limit := s.MaxConcurrency
@@ -553,7 +589,7 @@ func (t *thread) mapState(s *State, eff any, ctxObj map[string]any) (any, *State
 		wg.Add(1)
 		it := t.child(ctx)
 		evMu.Lock()
-		it.event("MapIterationStarted", "mapIterationStartedEventDetails", map[string]any{"name": s.Name, "index": int64(i)})
+		it.eventWith(kindMapIterationStarted, mapIterationDetails(s.Name, i))
 		evMu.Unlock()
 		goRun(funcJob(func() {
 			defer wg.Done()
@@ -561,14 +597,14 @@ func (t *thread) mapState(s *State, eff any, ctxObj map[string]any) (any, *State
 			out, ierr := it.runBlock(s.Processor, inputs[i])
 			if ierr != nil {
 				if ctx.Err() == nil {
-					it.event("MapIterationFailed", "mapIterationFailedEventDetails", map[string]any{"name": s.Name, "index": int64(i)})
+					it.eventWith(kindMapIterationFailed, mapIterationDetails(s.Name, i))
 				} else {
-					it.event("MapIterationAborted", "mapIterationAbortedEventDetails", map[string]any{"name": s.Name, "index": int64(i)})
+					it.eventWith(kindMapIterationAborted, mapIterationDetails(s.Name, i))
 				}
 				once.Do(func() { firstErr = ierr; cancel() })
 				return
 			}
-			it.event("MapIterationSucceeded", "mapIterationSucceededEventDetails", map[string]any{"name": s.Name, "index": int64(i)})
+			it.eventWith(kindMapIterationSucceeded, mapIterationDetails(s.Name, i))
 			results[i] = out
 		}))
 	}
@@ -577,29 +613,9 @@ func (t *thread) mapState(s *State, eff any, ctxObj map[string]any) (any, *State
 		return nil, t.aborted()
 	}
 	if firstErr != nil {
-		t.event("MapStateFailed", "", nil)
+		t.event(kindMapFailed)
 		return nil, firstErr
 	}
-	t.event("MapStateSucceeded", "", nil)
+	t.event(kindMapSucceeded)
 	return results, nil
-}
-
-// enteredEvents and exitedEvents name every state type's StateEntered and StateExited
-// events, so that naming them costs no concatenation per transition.
-var enteredEvents, exitedEvents = stateEventNames("StateEntered"), stateEventNames("StateExited")
-
-func stateEventNames(suffix string) map[string]string {
-	m := make(map[string]string, len(allowedFields))
-	for typ := range allowedFields {
-		m[typ] = typ + suffix
-	}
-	return m
-}
-
-// eventName returns the name in names for a state type, or builds it.
-func eventName(names map[string]string, typ, suffix string) string {
-	if n, ok := names[typ]; ok {
-		return n
-	}
-	return typ + suffix
 }

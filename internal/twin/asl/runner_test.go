@@ -74,6 +74,46 @@ func TestIdleRunnersAreFewAfterABurst(t *testing.T) {
 	}
 }
 
+// TestIdleRunnersExitOnceIdleForTheirIdleTime: the runners a burst leaves idle exit within
+// twice runnerIdleNanos of their last job (a sweep already due when the burst ended may keep
+// them up to a second more), so that a quiet engine holds no goroutine.
+func TestIdleRunnersExitOnceIdleForTheirIdleTime(t *testing.T) {
+	idle := runnerIdleNanos.Swap(int64(20 * time.Millisecond))
+	defer runnerIdleNanos.Store(idle)
+	idleRunners := func() int {
+		runners.mu.Lock()
+		defer runners.mu.Unlock()
+		return len(runners.idle)
+	}
+	var wg sync.WaitGroup
+	wg.Add(int(maxIdleRunners))
+	release := make(chan struct{})
+	for range maxIdleRunners {
+		goRun(funcJob(func() { <-release; wg.Done() }))
+	}
+	close(release)
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for idleRunners() < int(maxIdleRunners) && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	// The control: the burst left its runners idle.
+	k := idleRunners()
+	if k == 0 {
+		t.Fatal("a burst left no runner idle")
+	}
+	goroutines := runtime.NumGoroutine()
+	for (idleRunners() > 0 || runtime.NumGoroutine() > goroutines-k) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := idleRunners(); n > 0 {
+		t.Fatalf("%d of %d runners still idle after 5s", n, k)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines-k {
+		t.Fatalf("%d goroutines, want at most %d once %d idle runners exited", n, goroutines-k, k)
+	}
+}
+
 func TestIsoTimeWritesUTCMillisecondsAsFormatDoes(t *testing.T) {
 	zone := time.FixedZone("x", -7*3600)
 	for _, tm := range []time.Time{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,81 +21,93 @@ func isLambdaFunctionARN(r string) bool {
 
 // taskEvents names a resource in history events.
 type taskEvents struct {
-	t            *thread
-	resourceType string
-	resource     string
-	legacy       bool // a bare Lambda function ARN: LambdaFunction* events
+	t      *thread
+	arn    string // the state's Resource
+	legacy bool   // a bare Lambda function ARN: LambdaFunction* events
 }
 
-// details returns a task event's details: the resource's type and name, and the pairs kv
-// (key, value, key, value...), in one map sized for them.
-func (te taskEvents) details(kv ...any) map[string]any {
-	m := make(map[string]any, 2+len(kv)/2+2)
-	m["resourceType"], m["resource"] = te.resourceType, te.resource
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i].(string)] = kv[i+1]
+// taskResourceNames returns the resourceType and resource that name a task's Resource in its
+// events, and whether it is a bare Lambda function ARN, whose events are LambdaFunction*.
+func taskResourceNames(r string) (resourceType, resource string, legacy bool) {
+	switch {
+	case r == resourceLambdaInvoke:
+		return "lambda", "invoke", false
+	case r == resourceLambdaInvokeToken:
+		return "lambda", "invoke.waitForTaskToken", false
+	case isLambdaFunctionARN(r):
+		return "", r, true
 	}
-	return m
+	resourceType, resource = resourceParts(r)
+	return resourceType, resource, false
 }
 
-// scheduledJSON records the task's scheduling with its parameters already rendered.
-func (te taskEvents) scheduledJSON(paramsJSON string, timeout, heartbeat int) {
+// details returns a task event's details, which begin with the Resource, followed by the
+// strings more.
+func (te taskEvents) details(more ...string) details {
+	d := details{s: [3]string{te.arn}}
+	copy(d.s[1:], more)
+	return d
+}
+
+// scheduledJSON records the task's scheduling, at now, with its parameters already rendered.
+func (te taskEvents) scheduledJSON(now time.Time, paramsJSON string, timeout, heartbeat int) {
 	if te.legacy {
-		d := map[string]any{"resource": te.resource, "input": paramsJSON, "inputDetails": notTruncated}
-		if timeout > 0 {
-			d["timeoutInSeconds"] = int64(timeout)
-		}
-		te.t.event("LambdaFunctionScheduled", "lambdaFunctionScheduledEventDetails", d)
+		te.t.eventAt(now, kindLambdaScheduled, details{s: [3]string{te.arn, paramsJSON}, n: int64(max(timeout, 0))})
 		return
 	}
-	d := te.details("region", te.t.x.engine.regionValue, "parameters", paramsJSON)
-	if timeout > 0 {
-		d["timeoutInSeconds"] = int64(timeout)
-	}
+	hb := "" // rare, so kept as text rather than in a field every event would carry
 	if heartbeat > 0 {
-		d["heartbeatInSeconds"] = int64(heartbeat)
+		hb = strconv.Itoa(heartbeat)
 	}
-	te.t.event("TaskScheduled", "taskScheduledEventDetails", d)
+	d := te.details(paramsJSON, hb)
+	d.n = int64(max(timeout, 0))
+	te.t.eventAt(now, kindTaskScheduled, d)
 }
 
-func (te taskEvents) started() {
+// started records the task's start at now.
+func (te taskEvents) started(now time.Time) {
 	if te.legacy {
-		te.t.event("LambdaFunctionStarted", "", nil)
+		te.t.eventAt(now, kindLambdaStarted, details{})
 		return
 	}
-	te.t.event("TaskStarted", "taskStartedEventDetails", te.details())
+	te.t.eventAt(now, kindTaskStarted, te.details())
 }
 
 func (te taskEvents) submitted(out any) {
-	te.t.event("TaskSubmitted", "taskSubmittedEventDetails", te.details("output", marshalDataString(out), "outputDetails", notTruncated))
+	te.t.eventWith(kindTaskSubmitted, te.details(marshalDataString(out)))
 }
-
-func (te taskEvents) succeeded(out any) { te.succeededJSON(marshalDataString(out)) }
 
 // succeededJSON records the task's success with its result already rendered.
 func (te taskEvents) succeededJSON(outJSON string) {
 	if te.legacy {
-		te.t.event("LambdaFunctionSucceeded", "lambdaFunctionSucceededEventDetails", map[string]any{"output": outJSON, "outputDetails": notTruncated})
+		te.t.eventWith(kindLambdaSucceeded, outputDetails(outJSON))
 		return
 	}
-	te.t.event("TaskSucceeded", "taskSucceededEventDetails", te.details("output", outJSON, "outputDetails", notTruncated))
+	te.t.eventWith(kindTaskSucceeded, te.details(outJSON))
 }
 
 func (te taskEvents) failed(e *StateError) {
 	timedOut := e.Name == ErrTimeout || e.Name == ErrHeartbeatTimeout
 	switch {
 	case te.legacy && timedOut:
-		te.t.event("LambdaFunctionTimedOut", "lambdaFunctionTimedOutEventDetails", map[string]any{"error": e.Name, "cause": e.Cause})
+		te.t.eventWith(kindLambdaTimedOut, errorDetails(e.Name, e.Cause))
 	case te.legacy:
-		te.t.event("LambdaFunctionFailed", "lambdaFunctionFailedEventDetails", map[string]any{"error": e.Name, "cause": e.Cause})
+		te.t.eventWith(kindLambdaFailed, errorDetails(e.Name, e.Cause))
 	case timedOut:
-		te.t.event("TaskTimedOut", "taskTimedOutEventDetails", te.details("error", e.Name, "cause", e.Cause))
+		te.t.eventWith(kindTaskTimedOut, te.details(e.Name, e.Cause))
 	default:
-		te.t.event("TaskFailed", "taskFailedEventDetails", te.details("error", e.Name, "cause", e.Cause))
+		te.t.eventWith(kindTaskFailed, te.details(e.Name, e.Cause))
 	}
 }
 
 func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateError) {
+	return t.runTask(s, eff, ctxObj, false)
+}
+
+// runTask runs a task state's work. textOK says that the caller takes a result of a bare
+// function ARN's task as resultText, which it keeps when the function wrote its result as
+// marshalData would: the state's ResultSelector then reads the fields it needs from the text.
+func (t *thread) runTask(s *State, eff any, ctxObj map[string]any, textOK bool) (any, *StateError) {
 	x := t.x
 	timeout, heartbeat := s.TimeoutSeconds, s.HeartbeatSeconds
 	if s.TimeoutSecondsPath != nil {
@@ -114,20 +127,9 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 		heartbeat = n
 	}
 
-	te := taskEvents{t: t}
-	waitForToken := false
-	switch {
-	case s.Resource == resourceLambdaInvoke:
-		te.resourceType, te.resource = "lambda", "invoke"
-	case s.Resource == resourceLambdaInvokeToken:
-		te.resourceType, te.resource = "lambda", "invoke.waitForTaskToken"
-		waitForToken = true
-	case isLambdaFunctionARN(s.Resource):
-		te.resource, te.legacy = s.Resource, true
-	default:
-		te.resourceType, te.resource = resourceParts(s.Resource)
-		waitForToken = strings.HasSuffix(s.Resource, ".waitForTaskToken")
-	}
+	te := taskEvents{t: t, arn: s.Resource}
+	_, _, te.legacy = taskResourceNames(s.Resource)
+	waitForToken := !te.legacy && strings.HasSuffix(s.Resource, ".waitForTaskToken")
 
 	var token string
 	var tw *tokenWait
@@ -137,20 +139,33 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 			ctxObj["Task"] = map[string]any{"Token": token}
 		}
 	}
-	params, err := applyTemplate(s.Parameters, eff, ctxObj)
-	if err != nil {
-		if tw != nil {
-			x.engine.closeToken(token, ErrTaskDoesNotExist)
-		}
-		return nil, err
+	// A bare function ARN's task sends its parameters as they are: only their JSON is needed,
+	// which the template renders without building the value.
+	var params any
+	var paramsJSON string
+	direct := false
+	if te.legacy && s.Parameters != nil {
+		paramsJSON, direct = s.Parameters.renderJSON(eff, ctxObj)
 	}
+	if !direct {
+		var err *StateError
+		if params, err = applyTemplate(s.Parameters, eff, ctxObj); err != nil {
+			if tw != nil {
+				x.engine.closeToken(token, ErrTaskDoesNotExist)
+			}
+			return nil, err
+		}
+		paramsJSON = marshalDataString(params)
+	}
+	// Nothing happens between the task's scheduling and its start here: one clock reading
+	// serves both, and the deadline counts from it.
+	now := x.engine.clock.Now()
 	deadline := time.Time{}
 	if timeout > 0 {
-		deadline = x.engine.clock.Now().Add(time.Duration(timeout) * time.Second)
+		deadline = now.Add(time.Duration(timeout) * time.Second)
 	}
-	paramsJSON := marshalDataString(params)
-	te.scheduledJSON(paramsJSON, timeout, heartbeat)
-	te.started()
+	te.scheduledJSON(now, paramsJSON, timeout, heartbeat)
+	te.started(now)
 
 	// Mocked responses stand in for the service call, as in Step Functions Local.
 	if x.TestCase != "" && x.engine.mocker != nil {
@@ -164,13 +179,16 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 				te.failed(serr)
 				return nil, serr
 			}
-			v, perr := parseData(out)
+			v, js, perr := parseDataJSON(out)
 			if perr != nil {
 				serr := runtimeError("mocked response for state '%s' is not valid JSON: %v", s.Name, perr)
 				te.failed(serr)
 				return nil, serr
 			}
-			te.succeeded(v)
+			if js == "" {
+				js = marshalDataString(v)
+			}
+			te.succeededJSON(js)
 			return v, nil
 		}
 	}
@@ -178,7 +196,7 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 	var res outcome
 	switch {
 	case te.legacy:
-		res = t.invokeWithTimeout(deadline, s.Resource, []byte(paramsJSON), false)
+		res = t.invokeWithTimeout(deadline, s.Resource, []byte(paramsJSON), false, textOK)
 	case s.Resource == resourceLambdaInvoke || s.Resource == resourceLambdaInvokeToken:
 		fn, payload, perr := lambdaInvokeParams(params)
 		if perr != nil {
@@ -186,7 +204,7 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 			break
 		}
 		if waitForToken {
-			res = t.invokeLambda(t.ctx, fn, payload, true)
+			res = t.invokeLambda(t.ctx, fn, payload, true, false)
 			if res.err == nil {
 				te.submitted(res.out)
 				if t.top {
@@ -198,7 +216,7 @@ func (t *thread) task(s *State, eff any, ctxObj map[string]any) (any, *StateErro
 			}
 			break
 		}
-		res = t.invokeWithTimeout(deadline, fn, payload, true)
+		res = t.invokeWithTimeout(deadline, fn, payload, true, false)
 	default:
 		res = outcome{err: runtimeError("The resource '%s' is not supported by the local Step Functions engine; mock it with a test case", s.Resource)}
 	}
@@ -219,7 +237,10 @@ func (t *thread) finishTask(s *State, te taskEvents, token string, tw *tokenWait
 		te.failed(res.err)
 		return res
 	}
-	outJSON := marshalDataString(res.out)
+	outJSON := res.outJSON
+	if outJSON == "" {
+		outJSON = marshalDataString(res.out)
+	}
 	if n := len(outJSON); n > PayloadLimit {
 		serr := &StateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The task result of state '%s' is %d bytes, over the %d-byte limit", s.Name, n, PayloadLimit)}
 		te.failed(serr)
@@ -259,8 +280,9 @@ func lambdaInvokeParams(params any) (string, []byte, *StateError) {
 	return fn, payload, nil
 }
 
-// invokeLambda calls the function; wrap selects the lambda:invoke result shape.
-func (t *thread) invokeLambda(ctx context.Context, fn string, payload []byte, wrap bool) outcome {
+// invokeLambda calls the function; wrap selects the lambda:invoke result shape, textOK a
+// resultText for a result written as marshalData writes JSON (not wrapped).
+func (t *thread) invokeLambda(ctx context.Context, fn string, payload []byte, wrap, textOK bool) outcome {
 	inv := t.x.engine.invoker
 	if inv == nil {
 		return outcome{err: &StateError{Name: "Lambda.SdkClientException", Cause: "no Lambda invoker is configured"}}
@@ -283,12 +305,16 @@ func (t *thread) invokeLambda(ctx context.Context, fn string, payload []byte, wr
 		}
 		return outcome{err: &StateError{Name: name, Cause: fnErr.cause()}}
 	}
-	v, perr := parseData(out)
+	if textOK && !wrap && isCanonicalJSON(out) {
+		js := string(out)
+		return outcome{out: resultText(js), outJSON: js}
+	}
+	v, js, perr := parseDataJSON(out)
 	if perr != nil {
 		v = string(out)
 	}
 	if !wrap {
-		return outcome{out: v}
+		return outcome{out: v, outJSON: js}
 	}
 	reqID := newUUID()
 	return outcome{out: map[string]any{
@@ -309,14 +335,14 @@ func (t *thread) invokeLambda(ctx context.Context, fn string, payload []byte, wr
 
 // invokeWithTimeout runs a synchronous invocation (invokeLambda's), bounded by the task's
 // deadline when it has one.
-func (t *thread) invokeWithTimeout(deadline time.Time, fn string, payload []byte, wrap bool) outcome {
+func (t *thread) invokeWithTimeout(deadline time.Time, fn string, payload []byte, wrap, textOK bool) outcome {
 	if deadline.IsZero() {
-		return t.invokeLambda(t.ctx, fn, payload, wrap)
+		return t.invokeLambda(t.ctx, fn, payload, wrap, textOK)
 	}
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	ch := make(chan outcome, 1)
-	go func() { ch <- t.invokeLambda(ctx, fn, payload, wrap) }()
+	go func() { ch <- t.invokeLambda(ctx, fn, payload, wrap, textOK) }()
 	timedOut := make(chan struct{})
 	timer := t.x.engine.clock.AfterFunc(deadline.Sub(t.x.engine.clock.Now()), func() { close(timedOut) })
 	defer timer.Stop()
