@@ -235,20 +235,16 @@ func applyTemplate(tm *template, v, ctxObj any) (any, *StateError) {
 	if tm == nil {
 		return v, nil
 	}
-	out, err := tm.eval(v, ctxObj)
-	if err != nil {
-		var se *StateError
-		if errors.As(err, &se) {
-			return nil, se
-		}
-		return nil, runtimeError("%v", err)
-	}
-	return out, nil
+	return templateResult(tm.eval(v, ctxObj))
 }
 
 // applyTemplateText is applyTemplate for data given as text (template.evalText).
 func applyTemplateText(tm *template, text string, ctxObj any) (any, *StateError) {
-	out, err := tm.evalText(text, ctxObj)
+	return templateResult(tm.evalText(text, ctxObj))
+}
+
+// templateResult passes a template's value on, and its error as the state error it is.
+func templateResult(out any, err error) (any, *StateError) {
 	if err != nil {
 		var se *StateError
 		if errors.As(err, &se) {

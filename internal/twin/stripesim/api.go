@@ -125,19 +125,15 @@ func (s *Sim) handle(w http.ResponseWriter, r *http.Request, ep Endpoint, params
 
 	s.mu.Lock()
 	faults := s.takeFaults(ep)
-	if faults.failBefore {
+	if faults.failBefore || faults.rateLimited {
 		s.mu.Unlock()
-		s.log.Info("fault: fail before acting", "endpoint", ep, "idempotency_key", key)
 		resp := apiError(http.StatusInternalServerError, "api_error", "", "",
 			"An unknown error occurred while processing your request (simulated).", nil)
-		writeJSON(w, resp.status, resp.body)
-		return
-	}
-	if faults.rateLimited {
-		s.mu.Unlock()
-		s.log.Info("fault: rate limited", "endpoint", ep, "idempotency_key", key)
-		resp := apiError(http.StatusTooManyRequests, "invalid_request_error", "rate_limit", "",
-			"Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits (simulated).", nil)
+		if faults.rateLimited {
+			resp = apiError(http.StatusTooManyRequests, "invalid_request_error", "rate_limit", "",
+				"Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits (simulated).", nil)
+		}
+		s.log.Info("fault: answered before acting", "endpoint", ep, "idempotency_key", key, "status", resp.status)
 		writeJSON(w, resp.status, resp.body)
 		return
 	}
