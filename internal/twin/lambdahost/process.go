@@ -541,6 +541,13 @@ func (h *Host) RegisterProcess(name string, p *Process, cfg FunctionConfig) {
 	h.register(name, &function{proc: p, timeout: p.timeout}, cfg)
 }
 
+// RunsProcess reports whether name is served by a real process (RegisterProcess), whose side
+// effects outside AWS (a notification sent) the host cannot see.
+func (h *Host) RunsProcess(name string) bool {
+	f := h.lookup(name)
+	return f != nil && f.proc != nil
+}
+
 // runProcess delivers call to f's process. The invocation is not tied to the caller's request,
 // as on Lambda a synchronous invocation runs on when the caller disconnects.
 func (h *Host) runProcess(f *function, call invocation) result {

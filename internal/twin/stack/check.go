@@ -23,7 +23,7 @@ import (
 
 // Sources are the invariant checker's view of this stack: its tables, the provider's books
 // with the refunds it has not settled, its executions and, when the relay runs, the bus's
-// publications and the example consumer's side of them.
+// publications and, when the consumer is the stack's own handler, its side of them.
 func (st *Stack) Sources() invariants.Sources {
 	src := invariants.Sources{
 		Store:  invariants.DynamoDB{Client: st.DynamoDB, Names: st.Names},
@@ -35,7 +35,9 @@ func (st *Stack) Sources() invariants.Sources {
 		// The cap the api enforces, as its environment gives it.
 		MaxActive: st.cfg.MaxActiveReservations,
 	}
-	if st.Bus != nil {
+	// The consumer's notifications are seen only from the stack's own handler: a consumer
+	// process sends them where the stack cannot read.
+	if st.Bus != nil && !st.Lambdas.RunsProcess(FnConsumer) {
 		src.Consumer = invariants.ExampleConsumer{
 			Store:  invariants.DynamoDB{Client: st.DynamoDB, Names: st.Names},
 			Sender: st.Notifications,

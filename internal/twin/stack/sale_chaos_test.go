@@ -156,7 +156,11 @@ func TestASmallSaleUnderTheSweeperClockAndLostAnswerFaultsKeepsEveryRule(t *test
 		t.Fatal(err)
 	}
 	for class := range chaos {
-		if res.Faults[class] == 0 {
+		// A second sweep counts only when it found reservations to settle, which in a sale
+		// this small depends on whether a sweep lands on a hold just past its deadline:
+		// TestASecondSweepIsCountedOnlyWhenItFoundReservationsToSettle proves that class, and
+		// the soak counts it.
+		if res.Faults[class] == 0 && class != load.SweeperConcurrent {
 			t.Errorf("%s was never injected: %s", class, load.InjectedLine(res.Faults))
 		}
 	}
