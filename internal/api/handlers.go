@@ -89,15 +89,11 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 		if e != nil {
 			return events.APIGatewayProxyResponse{}, e
 		}
-		if !stored {
-			return h.answerStored(ctx, id, admission)
-		}
-		if !sameRequest(r, eventID, body.SeatIDs) {
+		if stored && !sameRequest(r, eventID, body.SeatIDs) {
 			h.d.Metrics.Count("IdempotencyConflicts", 1)
 			return events.APIGatewayProxyResponse{}, h.refused(ctx, log, errKeyReused)
 		}
-		h.d.Metrics.Count("ReservationReplays", 1)
-		return accepted(viewOf(r)), nil
+		return h.answerRead(r, stored, admission), nil
 	case gate.Rejected != nil:
 		h.d.Metrics.Count("ReservationReplays", 1)
 		return accepted(admissionView(*gate.Rejected)), nil
@@ -282,12 +278,18 @@ func (h *Handler) answerStored(ctx context.Context, id string, a reservation.Adm
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, e
 	}
+	return h.answerRead(r, stored, a), nil
+}
+
+// answerRead is answerStored's answer once the reservation was read: r when stored, else a's
+// PENDING view.
+func (h *Handler) answerRead(r reservation.Reservation, stored bool, a reservation.Admission) events.APIGatewayProxyResponse {
 	h.d.Metrics.Count("ReservationReplays", 1)
 	if stored {
-		return accepted(viewOf(r)), nil
+		return accepted(viewOf(r))
 	}
 	a.State = reservation.Admitted
-	return accepted(admissionView(a)), nil
+	return accepted(admissionView(a))
 }
 
 // sameRequest reports whether r was claimed for the event and seats a request names: what of

@@ -240,6 +240,13 @@ func (in *Injector) Allow(class FaultClass) bool {
 	return r.Rate > 0 && (r.Cap <= 0 || in.injected[class] < r.Cap)
 }
 
+// Armed draws one opportunity for a fault of class armed now that hits later: true when it
+// should be armed, which Allow permits and the class's rate draws. Like Allow it counts
+// nothing; the fault counts (Count) when it really hits.
+func (in *Injector) Armed(class FaultClass) bool {
+	return in.Allow(class) && in.Draw() < in.Rate(class)
+}
+
 // Count records one injection of class that Allow let through or that hit on its own.
 func (in *Injector) Count(class FaultClass) { in.Add(class, 1) }
 

@@ -929,7 +929,7 @@ func (b *chaosBinding) dynamoDBFault(op string, params any) error {
 	if !isDynamoDBWrite(op) || !in.On(load.DynamoDBResponseLost) {
 		return nil
 	}
-	if !in.Allow(load.DynamoDBResponseLost) || in.Draw() >= b.rate(load.DynamoDBResponseLost) {
+	if !in.Armed(load.DynamoDBResponseLost) {
 		return nil
 	}
 	if err := commitAsIs(st, op, params); err != nil {
@@ -942,8 +942,6 @@ func (b *chaosBinding) dynamoDBFault(op string, params any) error {
 	}
 	return &ddbtypes.InternalServerError{Message: aws.String("Internal server error (injected: the write committed, its response was lost and the retries ran out).")}
 }
-
-func (b *chaosBinding) rate(c load.FaultClass) float64 { return b.injector.Rate(c) }
 
 // transactionConflict is DynamoDB's answer to a transaction that another transaction's write
 // overlapped: cancelled before it wrote, one item's reason TransactionConflict (the one draw
@@ -1076,7 +1074,7 @@ func (st *Stack) runChaos(in *load.Injector, stop <-chan struct{}) {
 			}
 			for range n {
 				for _, lf := range lambdaFaults {
-					if !in.Allow(lf.class) || in.Draw() >= in.Rate(lf.class) {
+					if !in.Armed(lf.class) {
 						continue
 					}
 					f := lf.failed()
@@ -1096,18 +1094,18 @@ func (st *Stack) runChaos(in *load.Injector, stop <-chan struct{}) {
 		}
 		for range providerCalls {
 			ep := providerEndpoints[int(in.Draw()*float64(len(providerEndpoints)))]
-			if in.Allow(load.ProviderFailBefore) && in.Draw() < in.Rate(load.ProviderFailBefore) {
+			if in.Armed(load.ProviderFailBefore) {
 				st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultFailBeforeActing, OnInjected: func() { in.Count(load.ProviderFailBefore) }})
 			}
-			if in.Allow(load.ProviderRateLimited) && in.Draw() < in.Rate(load.ProviderRateLimited) {
+			if in.Armed(load.ProviderRateLimited) {
 				st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultRateLimited, OnInjected: func() { in.Count(load.ProviderRateLimited) }})
 			}
 			if ep == stripesim.EndpointConfirmIntent || ep == stripesim.EndpointCaptureIntent {
-				if in.Allow(load.ProviderLoseResponse) && in.Draw() < in.Rate(load.ProviderLoseResponse) {
+				if in.Armed(load.ProviderLoseResponse) {
 					st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultLoseResponse, OnInjected: func() { in.Count(load.ProviderLoseResponse) }})
 				}
 			}
-			if in.Allow(load.ProviderSlow) && in.Draw() < in.Rate(load.ProviderSlow) {
+			if in.Armed(load.ProviderSlow) {
 				// Slow, not lost: under the client's timeout, so the call succeeds late.
 				latency := time.Duration((0.2 + 0.6*in.Draw()) * float64(st.paymentsTimeout()))
 				st.Payments.InjectFault(ep, stripesim.Fault{Kind: stripesim.FaultLatency, Latency: latency, OnInjected: func() { in.Count(load.ProviderSlow) }})

@@ -89,17 +89,22 @@ func (st *Stack) scheduledEvent() ([]byte, error) {
 	})
 }
 
+// boundChaos is the chaos's injector while a sale of st runs it, else nil (which injects
+// nothing).
+func (st *Stack) boundChaos() *load.Injector {
+	if b := st.cfg.chaos; b != nil && b.stack.Load() == st {
+		return b.injector
+	}
+	return nil
+}
+
 // armSweeperCrash draws, while a chaos sale runs, whether the sweep about to start is killed
 // at a random moment of its batch (load.SweeperCrash): 2 to 200 ms of wall time after its
 // handler starts, which falls within a batch of a few holds; a sweep done sooner is killed
 // after its work, before it returns, which changes nothing and is not counted.
 func (st *Stack) armSweeperCrash() {
-	b := st.cfg.chaos
-	if b == nil || b.stack.Load() != st {
-		return
-	}
-	in := b.injector
-	if !in.Allow(load.SweeperCrash) || in.Draw() >= in.Rate(load.SweeperCrash) {
+	in := st.boundChaos()
+	if !in.Armed(load.SweeperCrash) {
 		return
 	}
 	f := lambdahost.Crash()
@@ -114,12 +119,8 @@ func (st *Stack) armSweeperCrash() {
 // scheduled one that just started (load.SweeperConcurrent), and runs it. Only a second sweep
 // that found reservations to settle is counted: two sweeps of an empty backlog race on nothing.
 func (st *Stack) secondSweep() {
-	b := st.cfg.chaos
-	if b == nil || b.stack.Load() != st {
-		return
-	}
-	in := b.injector
-	if !in.Allow(load.SweeperConcurrent) || in.Draw() >= in.Rate(load.SweeperConcurrent) {
+	in := st.boundChaos()
+	if !in.Armed(load.SweeperConcurrent) {
 		return
 	}
 	res, err := st.sweepAlongside()
