@@ -41,8 +41,11 @@
 //	200 cancelRequested       recorded, and already settled: seats RELEASED, no money held
 //	409 already_confirmed     the seats are sold, nothing was written; "money" is captured or
 //	                          being_captured
-//	409 not_ready             the saga has not written the reservation yet (Retry-After); once
-//	                          its claim turned the buyer away, 200 with the REJECTED view
+//	200 cancelRequested       before the Claim step held anything (a queued start, or a saga
+//	                          that has not claimed yet): the admission is CANCELED, the claim
+//	                          refuses to hold for it, the seats are on sale again; the view is
+//	                          RELEASED with money none. Once the claim turned the buyer away,
+//	                          200 with the REJECTED view
 //	404 not_found             no such reservation, or someone else's
 //	503 unavailable           the reservation kept changing under the write, or a dependency is
 //	                          busy; retry

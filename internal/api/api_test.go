@@ -653,7 +653,6 @@ func TestCancel(t *testing.T) {
 		}, 500, "internal", "", 0, false},
 		{"someone else's", "bob", with(nil), 404, "not_found", "", 0, false},
 		{"no authenticated customer", "", with(nil), 401, "unauthorized", "", 0, false},
-		{"before the claim: not ready", "alice", admission(reservation.Admitted), 409, "not_ready", "", 0, false},
 		{"the claim turned the buyer away: the rejected view", "alice", admission(reservation.AdmissionRejected), 200, "", "", 0, false},
 		{"someone else's admission", "bob", admission(reservation.Admitted), 404, "not_found", "", 0, false},
 		{"nothing at all", "alice", nil, 404, "not_found", "", 0, false},
@@ -923,6 +922,65 @@ func TestAThrottledStartIsQueuedAndReplaysCallNoStepFunctions(t *testing.T) {
 	}
 	if now := r.sfn.Calls(sagatest.SFNStartExecution) + r.sfn.Calls(sagatest.SFNDescribeExecution); now != calls {
 		t.Fatalf("%d Step Functions calls for status reads and a replay, want none", now-calls)
+	}
+}
+
+// A queued winner who gives up cancels before the claim: 200 with the RELEASED view (the cancel
+// recorded, no money), the admission CANCELED and its seats free at once for the next buyer;
+// the status route and a retry of the POST say the same and let nothing through again.
+func TestAQueuedBuyerCancelsBeforeTheClaimAndTheSeatsAreOnSaleAgain(t *testing.T) {
+	r := newRig(t)
+	id := ReservationID("alice", "k")
+	r.sfn.FailNext(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
+	if resp := r.do(t, postReq("alice", "ev1", "k", goodBody)); resp.StatusCode != 202 || !decode[ReservationStatus](t, resp).Queued {
+		t.Fatalf("throttled start: %d %s", resp.StatusCode, resp.Body)
+	}
+	canceled := func(what string, resp events.APIGatewayProxyResponse, want int) {
+		t.Helper()
+		v := decode[ReservationStatus](t, resp)
+		if resp.StatusCode != want || v.Status != "RELEASED" || !v.CancelRequested || v.Money != MoneyNone || v.Queued {
+			t.Fatalf("%s: %d %s, want %d RELEASED, cancel recorded, money none", what, resp.StatusCode, resp.Body, want)
+		}
+	}
+	canceled("cancel", r.do(t, idReq("DELETE", "alice", id)), 200)
+	if r.gate.records[id].State != reservation.AdmissionCanceled || r.gate.canceled != 1 || r.metrics.Total("CustomerCancels") != 1 {
+		t.Fatalf("admission %s, %d canceled, %d counted", r.gate.records[id].State, r.gate.canceled, r.metrics.Total("CustomerCancels"))
+	}
+	canceled("cancel again", r.do(t, idReq("DELETE", "alice", id)), 200)
+	canceled("status", r.do(t, idReq("GET", "alice", id)), 200)
+	canceled("retry of the POST", r.do(t, postReq("alice", "ev1", "k", goodBody)), 202)
+	if r.gate.admitted != 1 || len(r.gate.queued) != 1 || r.sfn.Started() != 0 || r.metrics.Total("CustomerCancels") != 1 {
+		t.Fatalf("%d admitted, %d queued, %d started, %d cancels counted after the retries, want 1 1 0 1",
+			r.gate.admitted, len(r.gate.queued), r.sfn.Started(), r.metrics.Total("CustomerCancels"))
+	}
+	// Well within the queued start's hour-long lease, the seats are another buyer's to take.
+	if resp := r.do(t, postReq("bob", "ev1", "k", goodBody)); resp.StatusCode != 202 {
+		t.Fatalf("bob for the canceled seats: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// The claim writes the reservation between the DELETE's read and its write: the cancel is then
+// recorded on the reservation and the waiting saga told, as for any held reservation.
+func TestACancelThatTheClaimOvertakesIsRecordedOnTheReservation(t *testing.T) {
+	r := newRig(t)
+	id := ReservationID("alice", "k")
+	r.gate.records[id] = reservation.Admission{ReservationID: id, CustomerID: "alice", EventID: "ev1", SeatIDs: []string{"A1"},
+		Amount: 2500, Currency: "EUR", State: reservation.Admitted, HoldSlot: -1}
+	r.gate.beforeCancel = func(string) {
+		r.res.put(reservation.Reservation{ID: id, CustomerID: "alice", EventID: "ev1", SeatIDs: []string{"A1"},
+			Inventory: reservation.PaymentPending, Payment: reservation.Authorizing, TaskToken: "tok-1",
+			HoldExpiresAt: testNow.Add(10 * time.Minute), Version: 2})
+	}
+	resp := r.do(t, idReq("DELETE", "alice", id))
+	if v := decode[ReservationStatus](t, resp); resp.StatusCode != 202 || !v.CancelRequested || v.Money != MoneyWillBeVoided {
+		t.Fatalf("cancel overtaken by the claim: %d %s", resp.StatusCode, resp.Body)
+	}
+	if !r.res.stored(id).CustomerCanceled || r.gate.records[id].State != reservation.Admitted {
+		t.Fatalf("reservation canceled %v, admission %s: want the cancel on the reservation, the admission untouched",
+			r.res.stored(id).CustomerCanceled, r.gate.records[id].State)
+	}
+	if n := len(r.sfn.Answers()); n != 1 {
+		t.Fatalf("%d signals to the waiting saga, want 1", n)
 	}
 }
 

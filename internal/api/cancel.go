@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/reservation"
 	"github.com/seatsaga/seatsaga/internal/saga"
@@ -83,17 +84,18 @@ func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 		return events.APIGatewayProxyResponse{}, e
 	}
 	if a != nil {
-		if a.State == reservation.AdmissionRejected {
-			return jsonResponse(http.StatusOK, admissionView(*a)), nil
+		resp, done, e := h.cancelAdmission(ctx, *a)
+		if done || e != nil {
+			return resp, e
 		}
-		// The claim may have written the reservation since the lookup: then the cancel is
-		// recorded like any other, never answered from a stale view.
+		// The claim wrote the reservation since the lookup: the cancel is recorded on it like
+		// any other, never answered from a stale view.
 		stored, found, e := h.read(ctx, id)
 		if e != nil {
 			return events.APIGatewayProxyResponse{}, e
 		}
 		if !found {
-			return events.APIGatewayProxyResponse{}, notReady()
+			return events.APIGatewayProxyResponse{}, h.serverError(ctx, "cancel", errors.New("the claim's reservation is missing"), "reservationId", id)
 		}
 		r = stored
 	}
@@ -112,6 +114,27 @@ func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 		status = http.StatusOK
 	}
 	return jsonResponse(status, viewOf(r)), nil
+}
+
+// cancelAdmission cancels a buyer the gate let through whose reservation the Claim step has not
+// written (a queued start, or a saga that has not reached its claim): the admission turns
+// CANCELED, the claim then refuses to hold for it, and the seats are on sale again at once.
+// done is false when the claim got there first, and the cancel is the reservation's.
+func (h *Handler) cancelAdmission(ctx context.Context, a reservation.Admission) (events.APIGatewayProxyResponse, bool, *Error) {
+	wasAdmitted := a.State == reservation.Admitted
+	got, err := h.d.Admissions.CancelAdmission(ctx, a)
+	if errors.Is(err, inventory.ErrClaimed) {
+		return events.APIGatewayProxyResponse{}, false, nil
+	}
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, true, h.serverError(ctx, "cancel admission", err, "reservationId", a.ReservationID)
+	}
+	if wasAdmitted && got.State == reservation.AdmissionCanceled {
+		h.d.Metrics.Count("CustomerCancels", 1)
+		h.d.Logger.InfoContext(ctx, "api: customer cancel recorded before the claim; the seats are on sale again",
+			"reservationId", a.ReservationID, "queued", a.StartQueued)
+	}
+	return jsonResponse(http.StatusOK, admissionView(got)), true, nil
 }
 
 // recordCancel writes the cancel unless it is recorded already, reading the reservation again
@@ -199,11 +222,6 @@ func alreadyConfirmed(r reservation.Reservation) *Error {
 	e := conflict("already_confirmed", "the reservation is confirmed and can no longer be canceled; "+what)
 	e.Money = money
 	return e
-}
-
-func notReady() *Error {
-	return &Error{Status: http.StatusConflict, Code: "not_ready",
-		Message: "the reservation is still being set up and cannot be canceled yet; retry shortly", RetryAfter: 1}
 }
 
 // taskGone reports whether Step Functions says the task token no longer waits.

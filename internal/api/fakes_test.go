@@ -103,6 +103,11 @@ type gate struct {
 	queueErr error
 	// beforeQueue, when set, runs as QueueStart is called: another writer moving first.
 	beforeQueue func(id string)
+	// beforeCancel, when set, runs as CancelAdmission is called: the claim getting there
+	// first.
+	beforeCancel func(id string)
+	// canceled counts the admissions a cancel turned CANCELED.
+	canceled int
 	// queued are the inputs of the starts queued for the starter.
 	queued []string
 	// admitted counts the buyers let through.
@@ -214,6 +219,39 @@ func (g *gate) QueueStart(_ context.Context, adm reservation.Admission, input st
 	}
 	g.queued = append(g.queued, input)
 	return nil
+}
+
+func (g *gate) CancelAdmission(_ context.Context, adm reservation.Admission) (reservation.Admission, error) {
+	id := adm.ReservationID
+	if g.beforeCancel != nil {
+		g.beforeCancel(id)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err != nil {
+		return adm, g.err
+	}
+	if _, ok := g.store.Reservation(id); ok {
+		return adm, fmt.Errorf("cancel %s: %w", id, inventory.ErrClaimed)
+	}
+	a, ok := g.records[id]
+	if !ok {
+		return adm, fmt.Errorf("cancel %s: the admission is gone", id)
+	}
+	if a.State == reservation.Admitted {
+		a.State = reservation.AdmissionCanceled
+		g.records[id] = a
+		g.canceled++
+	}
+	if a.State == reservation.AdmissionCanceled {
+		for _, seat := range a.SeatIDs {
+			if l := g.leases[reservation.SeatKey(a.EventID, seat)]; l.by == id {
+				delete(g.leases, reservation.SeatKey(a.EventID, seat))
+			}
+		}
+		delete(g.slots, id)
+	}
+	return a, nil
 }
 
 // reject marks an admission as the claim does when it turns the buyer away.

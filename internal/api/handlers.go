@@ -233,7 +233,8 @@ func (h *Handler) replay(ctx context.Context, id, hash string, first firstRead) 
 		h.d.Metrics.Count("IdempotencyConflicts", 1)
 		return none, resp, true, errKeyReused
 	}
-	if a.State == reservation.AdmissionRejected {
+	if a.State != reservation.Admitted {
+		// Turned away by the claim, or canceled by the customer: decided, and final.
 		h.d.Metrics.Count("ReservationReplays", 1)
 		return none, accepted(admissionView(a)), true, nil
 	}
@@ -264,7 +265,7 @@ func (h *Handler) answerDecided(ctx context.Context, id string) (events.APIGatew
 	if !found {
 		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "read admission", errors.New("the admission is gone"), "reservationId", id)
 	}
-	if a.State == reservation.AdmissionRejected {
+	if a.State != reservation.Admitted {
 		h.d.Metrics.Count("ReservationReplays", 1)
 		return accepted(admissionView(a)), nil
 	}
@@ -480,12 +481,16 @@ func (h *Handler) lookup(ctx context.Context, req events.APIGatewayProxyRequest)
 }
 
 // admissionView is the view of a reservation the Claim step has not written: PENDING while the
-// saga has not decided, REJECTED once its claim turned the buyer away (nothing was held).
+// saga has not decided, REJECTED once its claim turned the buyer away, RELEASED with the cancel
+// recorded once the customer canceled (nothing was held either way).
 func admissionView(a reservation.Admission) ReservationStatus {
 	v := ReservationStatus{ReservationID: a.ReservationID, Status: StatusPending, EventID: a.EventID,
 		SeatIDs: a.SeatIDs, Amount: a.Amount, Currency: strings.ToLower(a.Currency), StatusURL: StatusURL(a.ReservationID)}
-	if a.State == reservation.AdmissionRejected {
+	switch a.State {
+	case reservation.AdmissionRejected:
 		v.Status = StatusRejected
+	case reservation.AdmissionCanceled:
+		v.Status, v.CancelRequested, v.Money = string(reservation.Released), true, MoneyNone
 	}
 	v.Queued = a.StartQueued && a.State == reservation.Admitted
 	return v

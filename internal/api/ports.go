@@ -41,6 +41,11 @@ type Admissions interface {
 	// the starter to start from the Admissions stream, and keeps the admission's seat leases
 	// until leaseUntil and its hold slot until slotUntil.
 	QueueStart(ctx context.Context, a reservation.Admission, input string, leaseUntil, slotUntil time.Time) error
+	// CancelAdmission records a customer's cancel of admission a before the Claim step holds
+	// anything and gives its seats and hold slot back; it returns the admission as stored
+	// (CANCELED, or REJECTED when the saga turned the buyer away first). Its error wraps
+	// inventory.ErrClaimed when the reservation exists: the cancel is then that reservation's.
+	CancelAdmission(ctx context.Context, a reservation.Admission) (reservation.Admission, error)
 }
 
 // SeatCatalog answers the admission pre-check from an eventually consistent read of the Seats

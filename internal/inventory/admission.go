@@ -326,6 +326,9 @@ const (
 	attrHoldSlot   = "holdSlot"
 )
 
+// attrCanceledAt is when the customer canceled an admission (CancelAdmission).
+const attrCanceledAt = "canceledAt"
+
 // GiveBackHoldSlot frees the customer's hold slot that reservationID took, if it still has
 // it: a reservation whose hold ended gives its place under the cap back at once instead of when
 // the slot's time runs out.
@@ -470,17 +473,19 @@ func (st *Store) GetAdmission(ctx context.Context, reservationID string) (a rese
 
 // RejectAdmission records that the saga turned an admitted buyer away, so their replays and
 // status reads say REJECTED without asking Step Functions. A reservation the gate never
-// admitted (a saga started some other way) has nothing to record.
+// admitted (a saga started some other way) has nothing to record, and a customer's cancel
+// stays what the record says (the claim refused to hold for it). A rejection already recorded
+// is written again, so a retry gives the hold slot back if the first attempt could not.
 func (st *Store) RejectAdmission(ctx context.Context, reservationID string) error {
 	out, err := st.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		ReturnValues:             types.ReturnValueAllNew,
 		TableName:                aws.String(st.admissions),
 		Key:                      reservationKeyAV(reservationID),
-		ConditionExpression:      aws.String("attribute_exists(#id)"),
+		ConditionExpression:      aws.String("attribute_exists(#id) AND #as <> :canceled"),
 		UpdateExpression:         aws.String("SET #as = :rejected"),
 		ExpressionAttributeNames: map[string]string{"#id": tables.AttrReservationID, "#as": tables.AttrAdmissionState},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":rejected": s(string(reservation.AdmissionRejected)),
+			":rejected": s(string(reservation.AdmissionRejected)), ":canceled": s(string(reservation.AdmissionCanceled)),
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -498,6 +503,122 @@ func (st *Store) RejectAdmission(ctx context.Context, reservationID string) erro
 	}
 	// Nothing was held: the customer's place under the cap is free again.
 	return st.GiveBackHoldSlot(ctx, a.CustomerID, reservationID, a.HoldSlot)
+}
+
+// ErrClaimed is what CancelAdmission's error wraps when the Claim step wrote the reservation
+// first: the cancel is then the reservation's to record.
+var ErrClaimed = errors.New("the claim wrote the reservation")
+
+// CancelAdmission records a customer's cancel of a reservation the Claim step has not written:
+// one transaction turns the admission CANCELED only while it is ADMITTED and no reservation
+// exists, so of the cancel and the claim exactly one goes first and the other sees it (the
+// claim's condition refuses a CANCELED admission). Then the seats' leases and the customer's
+// hold slot are given back, so the seats are on sale again at once; a cancel found recorded
+// already gives them back again, which makes a retried DELETE finish what a failed one left.
+// A lease it cannot give back lapses on its own.
+//
+// It returns the admission as stored, CANCELED or REJECTED; errors wrap ErrClaimed (the
+// reservation exists: cancel that), ErrThrottled, or anything else.
+func (st *Store) CancelAdmission(ctx context.Context, a reservation.Admission) (reservation.Admission, error) {
+	for attempt := 1; ; attempt++ {
+		if a.State != reservation.Admitted {
+			break
+		}
+		c, err := st.transact(ctx, "cancel_admission", st.cancelAdmissionItems(a))
+		if err != nil {
+			return a, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
+		}
+		if c == nil {
+			st.log.LogAttrs(ctx, slog.LevelInfo, "admission canceled", slog.String("reservationId", a.ReservationID))
+			a.State = reservation.AdmissionCanceled
+			break
+		}
+		if c.conditionFailed(1) {
+			return a, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, ErrClaimed)
+		}
+		if c.conditionFailed(0) {
+			if len(c.reasons[0].Item) == 0 {
+				return a, fmt.Errorf("inventory: cancel admission %s: the admission is gone", a.ReservationID)
+			}
+			// Decided meanwhile (rejected, or canceled by a concurrent DELETE), or still
+			// admitted in another hold slot (a retry of its POST moved it): decide again.
+			got, err := DecodeAdmission(c.reasons[0].Item)
+			if err != nil {
+				return a, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
+			}
+			a = got
+		} else if !c.transient() {
+			return a, fmt.Errorf("inventory: cancel admission %s cancelled: %s", a.ReservationID, c.describe())
+		}
+		if attempt >= st.maxAttempts {
+			if c.any(codeThrottling, codeProvisioned) {
+				return a, fmt.Errorf("inventory: cancel admission %s: %w after %d attempts (%s)", a.ReservationID, ErrThrottled, attempt, c.describe())
+			}
+			return a, fmt.Errorf("inventory: cancel admission %s: %w after %d attempts (%s)", a.ReservationID, ErrTooManyConflicts, attempt, c.describe())
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return a, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
+		}
+	}
+	if a.State != reservation.AdmissionCanceled {
+		return a, nil
+	}
+	for _, id := range a.SeatIDs {
+		st.releaseLease(ctx, a.EventID, id, a.ReservationID)
+	}
+	return a, st.GiveBackHoldSlot(ctx, a.CustomerID, a.ReservationID, a.HoldSlot)
+}
+
+// cancelAdmissionItems are CancelAdmission's transaction: the admission, still ADMITTED in the
+// slot a names, becomes CANCELED; and the reservation does not exist.
+func (st *Store) cancelAdmissionItems(a reservation.Admission) []types.TransactWriteItem {
+	values := map[string]types.AttributeValue{
+		":admitted": s(string(reservation.Admitted)), ":canceled": s(string(reservation.AdmissionCanceled)),
+		":now": s(FormatTime(st.now())), ":slot": n(int64(max(a.HoldSlot, -1))),
+	}
+	slotClause := "#slot = :slot"
+	if a.HoldSlot < 0 {
+		// An admission without a cap, or from before slots were recorded, names none.
+		slotClause = "(attribute_not_exists(#slot) OR #slot = :slot)"
+	}
+	return []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:           aws.String(st.admissions),
+			Key:                 reservationKeyAV(a.ReservationID),
+			ConditionExpression: aws.String("#as = :admitted AND " + slotClause),
+			UpdateExpression:    aws.String("SET #as = :canceled, #cat = :now"),
+			ExpressionAttributeNames: map[string]string{
+				"#as": tables.AttrAdmissionState, "#slot": attrHoldSlot, "#cat": attrCanceledAt,
+			},
+			ExpressionAttributeValues:           values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		{ConditionCheck: &types.ConditionCheck{
+			TableName:                aws.String(st.reservations),
+			Key:                      reservationKeyAV(a.ReservationID),
+			ConditionExpression:      aws.String("attribute_not_exists(#id)"),
+			ExpressionAttributeNames: map[string]string{"#id": tables.AttrReservationID},
+		}},
+	}
+}
+
+// releaseLease ends reservationID's admission lease on a seat, if it still has it; best effort,
+// since a lease lapses on its own.
+func (st *Store) releaseLease(ctx context.Context, eventID, seatID, reservationID string) {
+	_, err := st.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(st.seats),
+		Key:                       seatKeyAV(eventID, seatID),
+		ConditionExpression:       aws.String("#lb = :rid"),
+		UpdateExpression:          aws.String("REMOVE #lb, #lu"),
+		ExpressionAttributeNames:  map[string]string{"#lb": tables.AttrAdmittedBy, "#lu": tables.AttrAdmittedUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":rid": s(reservationID)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		st.countAPIError("release_lease", err)
+		st.log.LogAttrs(ctx, slog.LevelWarn, "admission lease not released; it lapses on its own", slog.String("reservationId", reservationID),
+			slog.String("seatId", seatID), slog.Any("error", err))
+	}
 }
 
 func admissionItem(a reservation.Admission) map[string]types.AttributeValue {
@@ -536,7 +657,7 @@ func DecodeAdmission(item map[string]types.AttributeValue) (reservation.Admissio
 		a.HoldSlot = int(ir.num(attrHoldSlot))
 	}
 	a.SeatIDs = ir.strs(attrSeatIDs)
-	if a.State != reservation.Admitted && a.State != reservation.AdmissionRejected {
+	if a.State != reservation.Admitted && a.State != reservation.AdmissionRejected && a.State != reservation.AdmissionCanceled {
 		return a, fmt.Errorf("admission %s: unknown state %q", a.ReservationID, a.State)
 	}
 	if ir.err != nil {

@@ -106,9 +106,13 @@ func (st *Store) claim(ctx context.Context, req reservation.ClaimRequest) (Claim
 			return st.replay(ctx, req, attempt)
 		}
 		if c.conditionFailed(seatsN + 2) {
-			// An earlier attempt turned the buyer away and said so: that answer is final, even
-			// if the seats are free by now.
-			return ClaimResult{}, &reservation.SeatUnavailable{EventID: r.EventID, SeatIDs: r.SeatIDs}
+			// An earlier attempt turned the buyer away and said so, or the customer canceled
+			// before this claim: that answer is final, even if the seats are free by now.
+			why := "the buyer was turned away earlier"
+			if a, err := DecodeAdmission(c.reasons[seatsN+2].Item); err == nil && a.State == reservation.AdmissionCanceled {
+				why = "the customer canceled before the claim"
+			}
+			return ClaimResult{}, &reservation.SeatUnavailable{EventID: r.EventID, SeatIDs: r.SeatIDs, Why: why}
 		}
 		if r.SlotKey != "" && c.conditionFailed(seatsN+3) {
 			slotLost = true
@@ -189,14 +193,16 @@ func (st *Store) claimItems(r reservation.Reservation) ([]types.TransactWriteIte
 	if err != nil {
 		return nil, err
 	}
-	// A buyer whose admission says REJECTED was told so: no later attempt may hold seats for
-	// them. A claim the gate never admitted (a saga started another way) has no admission.
+	// A buyer whose admission says REJECTED was told so, and one whose says CANCELED gave the
+	// seats up: no later attempt may hold seats for them. A claim the gate never admitted (a
+	// saga started another way) has no admission.
 	items = append(items, ob, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName:                 aws.String(st.admissions),
-		Key:                       reservationKeyAV(r.ID),
-		ConditionExpression:       aws.String("attribute_not_exists(#id) OR #as = :admitted"),
-		ExpressionAttributeNames:  map[string]string{"#id": tables.AttrReservationID, "#as": tables.AttrAdmissionState},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":admitted": s(string(reservation.Admitted))},
+		TableName:                           aws.String(st.admissions),
+		Key:                                 reservationKeyAV(r.ID),
+		ConditionExpression:                 aws.String("attribute_not_exists(#id) OR #as = :admitted"),
+		ExpressionAttributeNames:            map[string]string{"#id": tables.AttrReservationID, "#as": tables.AttrAdmissionState},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":admitted": s(string(reservation.Admitted))},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
 	if r.SlotKey == "" {
 		return items, nil

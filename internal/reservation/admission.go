@@ -16,6 +16,10 @@ const (
 	// AdmissionRejected: the saga's claim turned the buyer away (the seats were taken after
 	// all, or the request was refused): nothing was ever held.
 	AdmissionRejected AdmissionState = "REJECTED"
+	// AdmissionCanceled: the customer canceled before the Claim step held anything (a queued
+	// start, or one the saga had not reached); the claim refuses to hold for it and the gate
+	// never lets the request through again.
+	AdmissionCanceled AdmissionState = "CANCELED"
 )
 
 // Admission is the record of one buyer the gate let through, written in the same transaction

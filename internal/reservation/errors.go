@@ -22,10 +22,17 @@ import (
 type SeatUnavailable struct {
 	EventID string
 	SeatIDs []string
+	// Why, when set, says why the seats were refused although they may be free: the buyer's
+	// admission was decided (turned away earlier, or canceled by the customer).
+	Why string
 }
 
 func (e *SeatUnavailable) Error() string {
-	return fmt.Sprintf("seats unavailable for event %s: %s", e.EventID, strings.Join(e.SeatIDs, ", "))
+	msg := fmt.Sprintf("seats unavailable for event %s: %s", e.EventID, strings.Join(e.SeatIDs, ", "))
+	if e.Why != "" {
+		msg += " (" + e.Why + ")"
+	}
+	return msg
 }
 
 // HoldExpired says that a transition or step needing a live hold came at or after its

@@ -124,7 +124,8 @@ const (
 	// API's gate let through for it, and until when no other buyer may pass (internal/inventory).
 	AttrAdmittedBy    = "admittedBy"
 	AttrAdmittedUntil = "admittedUntil"
-	// AttrAdmissionState is ADMITTED, or REJECTED once the saga turned the buyer away.
+	// AttrAdmissionState is ADMITTED, REJECTED once the saga turned the buyer away, or CANCELED
+	// once the customer canceled before the claim.
 	AttrAdmissionState = "admissionState"
 	AttrAdmittedAt     = "admittedAt"
 	// AttrStartQueued and AttrStartInput mark an admission whose execution Step Functions
