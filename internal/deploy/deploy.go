@@ -282,9 +282,10 @@ func Functions() []Function {
 			// The api reads seats and reservations, passes buyers through the admission gate
 			// (a lease on each seat, the admission record, the customer's hold slot and a check
 			// that the reservation is not written yet, one transaction), records a
-			// customer's cancel on the reservation with its outbox record, starts executions
-			// (its only Step Functions call on a buyer's path), and fails the waiting task
-			// when a customer cancels. It reads the Stripe key to hand the
+			// customer's cancel on the reservation with its outbox record (or, before the
+			// claim, on the admission, then gives its seat leases and hold slot back), starts
+			// executions (its only Step Functions call on a buyer's path), and fails the
+			// waiting task when a customer cancels. It reads the Stripe key to hand the
 			// reservation's owner the PaymentIntent client secret.
 			Name: FnAPI, Description: "Customer API: create, read and cancel reservations",
 			Handler: "bootstrap", MemoryMB: 512, Timeout: 10 * time.Second,
@@ -302,7 +303,7 @@ func Functions() []Function {
 				{Actions: []string{"dynamodb:ConditionCheckItem"}, Resources: []Resource{table(tables.ReservationsTable)}},
 				{Actions: []string{"dynamodb:PutItem"}, Resources: []Resource{table(tables.ReservationsTable), table(tables.OutboxTable)}},
 				{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.SeatsTable)}},
-				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Resources: []Resource{table(tables.AdmissionsTable)}},
+				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, Resources: []Resource{table(tables.AdmissionsTable)}},
 				{Actions: []string{"states:StartExecution"}, Resources: []Resource{{Kind: StateMachine}}},
 				{Actions: []string{"states:SendTaskFailure"}, Resources: []Resource{{Kind: StateMachine}}},
 			}, platform...),

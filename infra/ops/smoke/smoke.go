@@ -343,7 +343,7 @@ func waitForPaid(ctx context.Context, cfg Config, token, id string) (status, []s
 				return s, states, fmt.Errorf("reservation %s ended %s (payment %s, outcome %q): open the execution to see why", id, s.Status, s.PaymentState, s.Outcome)
 			}
 		case code == http.StatusConflict || code == http.StatusTooManyRequests || code >= 500:
-			// Not written yet (409 not_ready), throttled, or a busy dependency: ask again.
+			// Throttled, or a busy dependency: ask again.
 			lastAnswer = describe(code, body)
 		default:
 			return last, states, fmt.Errorf("read reservation %s: %s", id, describe(code, body))

@@ -38,6 +38,7 @@
 //
 //   - TestCustomerCancelsWhilePaying: a cancel while the buyer is in 3-D Secure voids and releases.
 //   - TestAPIStatusShowsThePaymentStepAndCancelIsIdempotent: GET shows the owner what the browser needs to pay; DELETE cancels once, repeats harmlessly, is 409 once confirmed.
+//   - TestCancelBeforeTheClaimHoldsNothingAndFreesTheSeatAtOnce: a cancel after the gate, before the claim, is 200 RELEASED; the next buyer gets the seat at once, the claim holds nothing, a retried POST starts nothing.
 //   - TestCancelWhileHeldBeforeAuthorizeCreatesNoPayment: a cancel before authorize runs creates no PaymentIntent.
 //   - TestCancelAfterTheWebhookClosedTheWaitIsNeverCharged: a cancel after the webhook closed the wait, before Confirm, voids the authorization.
 //   - TestCancelDuringReconciliationThenTheBuyerAuthenticatesIsNeverCharged: a cancel during reconciliation, then 3-D Secure completed, is voided.
