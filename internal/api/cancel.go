@@ -121,15 +121,14 @@ func (h *Handler) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 // CANCELED, the claim then refuses to hold for it, and the seats are on sale again at once.
 // done is false when the claim got there first, and the cancel is the reservation's.
 func (h *Handler) cancelAdmission(ctx context.Context, a reservation.Admission) (events.APIGatewayProxyResponse, bool, *Error) {
-	wasAdmitted := a.State == reservation.Admitted
-	got, err := h.d.Admissions.CancelAdmission(ctx, a)
+	got, wrote, err := h.d.Admissions.CancelAdmission(ctx, a)
 	if errors.Is(err, inventory.ErrClaimed) {
 		return events.APIGatewayProxyResponse{}, false, nil
 	}
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, true, h.serverError(ctx, "cancel admission", err, "reservationId", a.ReservationID)
 	}
-	if wasAdmitted && got.State == reservation.AdmissionCanceled {
+	if wrote {
 		h.d.Metrics.Count("CustomerCancels", 1)
 		h.d.Logger.InfoContext(ctx, "api: customer cancel recorded before the claim; the seats are on sale again",
 			"reservationId", a.ReservationID, "queued", a.StartQueued)

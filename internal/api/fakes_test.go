@@ -221,7 +221,7 @@ func (g *gate) QueueStart(_ context.Context, adm reservation.Admission, input st
 	return nil
 }
 
-func (g *gate) CancelAdmission(_ context.Context, adm reservation.Admission) (reservation.Admission, error) {
+func (g *gate) CancelAdmission(_ context.Context, adm reservation.Admission) (reservation.Admission, bool, error) {
 	id := adm.ReservationID
 	if g.beforeCancel != nil {
 		g.beforeCancel(id)
@@ -229,16 +229,17 @@ func (g *gate) CancelAdmission(_ context.Context, adm reservation.Admission) (re
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.err != nil {
-		return adm, g.err
+		return adm, false, g.err
 	}
 	if _, ok := g.store.Reservation(id); ok {
-		return adm, fmt.Errorf("cancel %s: %w", id, inventory.ErrClaimed)
+		return adm, false, fmt.Errorf("cancel %s: %w", id, inventory.ErrClaimed)
 	}
 	a, ok := g.records[id]
 	if !ok {
-		return adm, fmt.Errorf("cancel %s: the admission is gone", id)
+		return adm, false, fmt.Errorf("cancel %s: the admission is gone", id)
 	}
-	if a.State == reservation.Admitted {
+	wrote := a.State == reservation.Admitted
+	if wrote {
 		a.State = reservation.AdmissionCanceled
 		g.records[id] = a
 		g.canceled++
@@ -251,7 +252,7 @@ func (g *gate) CancelAdmission(_ context.Context, adm reservation.Admission) (re
 		}
 		delete(g.slots, id)
 	}
-	return a, nil
+	return a, wrote, nil
 }
 
 // reject marks an admission as the claim does when it turns the buyer away.

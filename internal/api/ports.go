@@ -43,9 +43,10 @@ type Admissions interface {
 	QueueStart(ctx context.Context, a reservation.Admission, input string, leaseUntil, slotUntil time.Time) error
 	// CancelAdmission records a customer's cancel of admission a before the Claim step holds
 	// anything and gives its seats and hold slot back; it returns the admission as stored
-	// (CANCELED, or REJECTED when the saga turned the buyer away first). Its error wraps
-	// inventory.ErrClaimed when the reservation exists: the cancel is then that reservation's.
-	CancelAdmission(ctx context.Context, a reservation.Admission) (reservation.Admission, error)
+	// (CANCELED, or REJECTED when the saga turned the buyer away first) and whether this call
+	// wrote the cancel. Its error wraps inventory.ErrClaimed when the reservation exists: the
+	// cancel is then that reservation's.
+	CancelAdmission(ctx context.Context, a reservation.Admission) (reservation.Admission, bool, error)
 }
 
 // SeatCatalog answers the admission pre-check from an eventually consistent read of the Seats

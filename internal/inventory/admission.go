@@ -517,56 +517,58 @@ var ErrClaimed = errors.New("the claim wrote the reservation")
 // already gives them back again, which makes a retried DELETE finish what a failed one left.
 // A lease it cannot give back lapses on its own.
 //
-// It returns the admission as stored, CANCELED or REJECTED; errors wrap ErrClaimed (the
-// reservation exists: cancel that), ErrThrottled, or anything else.
-func (st *Store) CancelAdmission(ctx context.Context, a reservation.Admission) (reservation.Admission, error) {
+// It returns the admission as stored, CANCELED or REJECTED, and whether this call wrote the
+// cancel; errors wrap ErrClaimed (the reservation exists: cancel that), ErrThrottled, or
+// anything else.
+func (st *Store) CancelAdmission(ctx context.Context, a reservation.Admission) (reservation.Admission, bool, error) {
+	wrote := false
 	for attempt := 1; ; attempt++ {
 		if a.State != reservation.Admitted {
 			break
 		}
 		c, err := st.transact(ctx, "cancel_admission", st.cancelAdmissionItems(a))
 		if err != nil {
-			return a, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
+			return a, false, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
 		}
 		if c == nil {
 			st.log.LogAttrs(ctx, slog.LevelInfo, "admission canceled", slog.String("reservationId", a.ReservationID))
-			a.State = reservation.AdmissionCanceled
+			a.State, wrote = reservation.AdmissionCanceled, true
 			break
 		}
 		if c.conditionFailed(1) {
-			return a, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, ErrClaimed)
+			return a, false, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, ErrClaimed)
 		}
 		if c.conditionFailed(0) {
 			if len(c.reasons[0].Item) == 0 {
-				return a, fmt.Errorf("inventory: cancel admission %s: the admission is gone", a.ReservationID)
+				return a, false, fmt.Errorf("inventory: cancel admission %s: the admission is gone", a.ReservationID)
 			}
 			// Decided meanwhile (rejected, or canceled by a concurrent DELETE), or still
 			// admitted in another hold slot (a retry of its POST moved it): decide again.
 			got, err := DecodeAdmission(c.reasons[0].Item)
 			if err != nil {
-				return a, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
+				return a, false, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
 			}
 			a = got
 		} else if !c.transient() {
-			return a, fmt.Errorf("inventory: cancel admission %s cancelled: %s", a.ReservationID, c.describe())
+			return a, false, fmt.Errorf("inventory: cancel admission %s cancelled: %s", a.ReservationID, c.describe())
 		}
 		if attempt >= st.maxAttempts {
 			if c.any(codeThrottling, codeProvisioned) {
-				return a, fmt.Errorf("inventory: cancel admission %s: %w after %d attempts (%s)", a.ReservationID, ErrThrottled, attempt, c.describe())
+				return a, false, fmt.Errorf("inventory: cancel admission %s: %w after %d attempts (%s)", a.ReservationID, ErrThrottled, attempt, c.describe())
 			}
-			return a, fmt.Errorf("inventory: cancel admission %s: %w after %d attempts (%s)", a.ReservationID, ErrTooManyConflicts, attempt, c.describe())
+			return a, false, fmt.Errorf("inventory: cancel admission %s: %w after %d attempts (%s)", a.ReservationID, ErrTooManyConflicts, attempt, c.describe())
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return a, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
+			return a, false, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
 		}
 	}
 	if a.State != reservation.AdmissionCanceled {
-		return a, nil
+		return a, false, nil
 	}
 	for _, id := range a.SeatIDs {
 		st.releaseLease(ctx, a.EventID, id, a.ReservationID)
 	}
-	return a, st.GiveBackHoldSlot(ctx, a.CustomerID, a.ReservationID, a.HoldSlot)
+	return a, wrote, st.GiveBackHoldSlot(ctx, a.CustomerID, a.ReservationID, a.HoldSlot)
 }
 
 // cancelAdmissionItems are CancelAdmission's transaction: the admission, still ADMITTED in the

@@ -526,6 +526,10 @@ func observe(res *Result, st status) {
 	since := time.Since(res.sent)
 	switch st.Status {
 	case "HELD", "PAYMENT_PENDING", "CONFIRMED", "RELEASED":
+		if st.Status == "RELEASED" && st.PaymentState == "" {
+			// Canceled before the Claim step: the admission's view, nothing was ever held.
+			break
+		}
 		if res.HoldLatency == 0 {
 			res.HoldLatency = since
 		}

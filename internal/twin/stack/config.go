@@ -209,6 +209,8 @@ type PaymentsConfig struct {
 // stack time, and the few wall-clock bounds that meet stack time (a webhook signature's age,
 // the reorder window) are stretched to match.
 func Compressed(scale float64, hold time.Duration) Config {
+	// stretch is d of wall time in stack time, for a fractional scale too.
+	stretch := func(d time.Duration) time.Duration { return time.Duration(scale * float64(d)) }
 	return Config{
 		Clock:         clock.NewScaled(clock.Real{}, scale),
 		Hold:          hold,
@@ -218,17 +220,17 @@ func Compressed(scale float64, hold time.Duration) Config {
 		// compress. On AWS that is well under a second; on a two-core machine during a burst
 		// of 2,000 buyers it reaches 12 s (the load summary's "saga's view" of the time to
 		// hold), and a lease that lapses sooner lets a second buyer through to lose the claim.
-		AdmissionLease: time.Duration(scale) * 20 * time.Second,
+		AdmissionLease: stretch(20*time.Second),
 		// The reconcile loop outlasts a late authorization (Payments.LateAuthorizationDelay,
 		// a fifth of the hold past it) by its attempts times this.
 		ReconcileBackoff: time.Minute,
 		// A lost provider response costs one client timeout of wall time.
 		PaymentsTimeout:  3 * time.Second,
-		WebhookTolerance: time.Duration(scale) * 5 * time.Minute,
+		WebhookTolerance: stretch(5*time.Minute),
 		Payments: PaymentsConfig{
 			ThreeDSDelay:           2 * time.Minute,
 			LateAuthorizationDelay: hold + hold/5,
-			WebhookReorderWindow:   time.Duration(scale) * time.Second,
+			WebhookReorderWindow:   stretch(time.Second),
 		},
 	}
 }
