@@ -26,6 +26,7 @@ func runFlashSim(args []string) error {
 	fs.IntVar(&c.StartExecution.Size, "start-burst", c.StartExecution.Size, "StartExecution bucket size")
 	fs.Float64Var(&c.StateTransition.RefillPerSecond, "transition-rate", c.StateTransition.RefillPerSecond, "state transitions refill per second")
 	fs.IntVar(&c.StateTransition.Size, "transition-burst", c.StateTransition.Size, "state-transition bucket size")
+	fs.DurationVar(&c.StartBacklogWindow, "start-backlog-window", c.StartBacklogWindow, "how long the start backlog lasts after a throttled start or the starter's (0: no backlog signal)")
 	fs.DurationVar(&c.StatusPoll, "poll", c.StatusPoll, "how often a buyer answered 202 reads the reservation (0: never)")
 	out := fs.String("out", "", "write the result as JSON here")
 	if err := fs.Parse(args); err != nil {

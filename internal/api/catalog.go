@@ -65,32 +65,45 @@ func (c *DynamoCatalog) Seats(ctx context.Context, eventID string, seatIDs []str
 }
 
 // AdmissionAndSeats implements AdmissionAndSeats with one BatchGetItem over both tables: the
-// admission strongly consistent, as Admissions.GetAdmission reads it, the seats eventually
-// consistent, as Seats reads them. Without AdmissionsTable it reads nothing and says so.
-func (c *DynamoCatalog) AdmissionAndSeats(ctx context.Context, reservationID, eventID string, seatIDs []string) (a reservation.Admission, found bool, seats map[string]CatalogSeat, err error) {
-	if c.AdmissionsTable == "" || len(seatIDs) >= 100 {
-		return a, false, nil, errNoAdmissionAndSeats
+// admission and the start backlog strongly consistent, as Admissions.GetAdmission reads it, the
+// seats eventually consistent, as Seats reads them. Without AdmissionsTable it reads nothing and
+// says so.
+func (c *DynamoCatalog) AdmissionAndSeats(ctx context.Context, reservationID, eventID string, seatIDs []string) (FirstRead, error) {
+	var first FirstRead
+	if c.AdmissionsTable == "" || len(seatIDs) >= 99 {
+		return first, errNoAdmissionAndSeats
 	}
 	items, err := inventory.BatchGet(ctx, c.Client, map[string]types.KeysAndAttributes{
 		c.Table: inventory.SeatKeys(eventID, seatIDs),
 		c.AdmissionsTable: {
-			Keys:           []map[string]types.AttributeValue{{tables.AttrReservationID: &types.AttributeValueMemberS{Value: reservationID}}},
+			Keys: []map[string]types.AttributeValue{
+				{tables.AttrReservationID: &types.AttributeValueMemberS{Value: reservationID}},
+				{tables.AttrReservationID: &types.AttributeValueMemberS{Value: inventory.StartBacklogKey}},
+			},
 			ConsistentRead: aws.Bool(true),
 		},
 	}, catalogReads)
 	if err != nil {
-		return a, false, nil, fmt.Errorf("read admission %s and seats of event %s: %w", reservationID, eventID, err)
+		return first, fmt.Errorf("read admission %s and seats of event %s: %w", reservationID, eventID, err)
 	}
-	if got := items[c.AdmissionsTable]; len(got) > 0 {
-		if a, err = inventory.DecodeAdmission(got[0]); err != nil {
-			return a, false, nil, fmt.Errorf("read admission %s: %w", reservationID, err)
+	for _, item := range items[c.AdmissionsTable] {
+		key, _ := item[tables.AttrReservationID].(*types.AttributeValueMemberS)
+		switch {
+		case key != nil && key.Value == inventory.StartBacklogKey:
+			if first.StartBacklogUntil, err = inventory.DecodeStartBacklog(item); err != nil {
+				return first, err
+			}
+		default:
+			if first.Admission, err = inventory.DecodeAdmission(item); err != nil {
+				return first, fmt.Errorf("read admission %s: %w", reservationID, err)
+			}
+			first.Found = true
 		}
-		found = true
 	}
-	if seats, err = catalogSeats(eventID, seatIDs, items[c.Table]); err != nil {
-		return a, false, nil, err
+	if first.Seats, err = catalogSeats(eventID, seatIDs, items[c.Table]); err != nil {
+		return first, err
 	}
-	return a, found, seats, nil
+	return first, nil
 }
 
 // errNoAdmissionAndSeats says a catalog cannot read both at once: the handler reads them apart.

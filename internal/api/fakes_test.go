@@ -108,6 +108,8 @@ type gate struct {
 	beforeCancel func(id string)
 	// canceled counts the admissions a cancel turned CANCELED.
 	canceled int
+	// backlogMarks counts MarkStartBacklog calls.
+	backlogMarks int
 	// queued are the inputs of the starts queued for the starter.
 	queued []string
 	// admitted counts the buyers let through.
@@ -253,6 +255,13 @@ func (g *gate) CancelAdmission(_ context.Context, adm reservation.Admission) (re
 		delete(g.slots, id)
 	}
 	return a, wrote, nil
+}
+
+func (g *gate) MarkStartBacklog(context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.backlogMarks++
+	return nil
 }
 
 // reject marks an admission as the claim does when it turns the buyer away.

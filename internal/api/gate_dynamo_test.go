@@ -290,3 +290,60 @@ func TestAnotherRequestUnderAKeyWhoseAdmissionExpiredIsAReusedKey(t *testing.T) 
 		t.Fatalf("the same request again: %d %s, want 202 with the stored RELEASED reservation", got.status, got.body)
 	}
 }
+
+// Once a start is throttled, the winners admitted while the mark lasts join the queue without
+// a StartExecution call of their own (which the spent quota would refuse, and which would jump
+// the queue when it did not); when the mark lapses, the next winner calls StartExecution again.
+// The mark is read in the POST's one first read, on DynamoDB Local.
+func TestWinnersAdmittedWhileStartsWaitJoinTheQueueWithoutAStartCall(t *testing.T) {
+	ctx := context.Background()
+	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(2500, "eur", "A1", "A2", "A3", "A4")); err != nil {
+		t.Fatal(err)
+	}
+	sf := sagatest.NewStepFunctions()
+	sf.Now = clk.Now
+	m := metrics.NewMemory()
+	h, err := New(Deps{
+		Reservations: inv, Admissions: inv,
+		Seats: &DynamoCatalog{Client: env.Client, Table: env.Names.Of(tables.SeatsTable), AdmissionsTable: env.Names.Of(tables.AdmissionsTable)},
+		SFN:   sf, StateMachineARN: testMachine, MaxSeats: 3, MaxActiveReservations: 2, Now: clk.Now,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: m,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(customer, seat string) ReservationStatus {
+		t.Helper()
+		resp, err := h.Handle(ctx, postReq(customer, "ev1", "k", `{"seatIds":["`+seat+`"],"paymentMethod":"pm_card_visa"}`))
+		if err != nil || resp.StatusCode != 202 {
+			t.Fatalf("%s's POST: %d %s %v", customer, resp.StatusCode, resp.Body, err)
+		}
+		var v ReservationStatus
+		if err := json.Unmarshal([]byte(resp.Body), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	calls := func() int { return sf.Calls(sagatest.SFNStartExecution) }
+	sf.FailNext(sagatest.SFNStartExecution, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"})
+	if v := post("alice", "A1"); !v.Queued || calls() != 1 {
+		t.Fatalf("the throttled winner: %+v, %d calls", v, calls())
+	}
+	clk.Advance(inventory.StartBacklogWindow / 2)
+	if v := post("bob", "A2"); !v.Queued || calls() != 1 {
+		t.Fatalf("a winner while starts wait: %+v, %d StartExecution calls, want queued with none of its own", v, calls())
+	}
+	if got := m.Get("ReservationsQueued", metrics.Dim{Name: "reason", Value: "backlog"}); got != 1 {
+		t.Fatalf("%v queued for the backlog, want 1", got)
+	}
+	clk.Advance(inventory.StartBacklogWindow)
+	if v := post("carol", "A3"); v.Queued || calls() != 2 || sf.Started() != 1 {
+		t.Fatalf("a winner after the mark lapsed: %+v, %d calls, %d started; want started directly", v, calls(), sf.Started())
+	}
+}

@@ -61,7 +61,7 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	if done {
 		return resp, e
 	}
-	price, e := h.admit(ctx, id, eventID, body, first.seats)
+	price, e := h.admit(ctx, id, eventID, body, first.Seats)
 	if e != nil {
 		return events.APIGatewayProxyResponse{}, h.refused(ctx, log, e)
 	}
@@ -119,6 +119,11 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "encode execution input", err, "reservationId", id)
 	}
+	if h.d.Now().Before(first.StartBacklogUntil) {
+		// Starts already wait in the queue: this winner joins it rather than spend a call
+		// Step Functions would throttle (and jump the queue when it would not).
+		return h.queueStart(ctx, admission, string(input), log.With("correlationId", correlationID), "backlog")
+	}
 	_, err = h.d.SFN.StartExecution(ctx, &sfn.StartExecutionInput{
 		StateMachineArn: aws.String(h.d.StateMachineARN),
 		Name:            aws.String(id),
@@ -132,21 +137,12 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 	}
 	if throttled(err) || openExecutionsFull(err) {
 		// Past the StartExecution quota, or the open-executions one, the winner is queued, not
-		// failed: the starter starts the execution from the admission in turn.
-		queuedAt := h.d.Now()
-		qerr := h.d.Admissions.QueueStart(ctx, admission, string(input), queuedAt.Add(QueuedLease), queuedAt.Add(QueuedLease+h.d.Hold))
-		if errors.Is(qerr, inventory.ErrNotAdmitted) {
-			// The start took effect before (its answer was lost, this retry was throttled) and
-			// the saga already answered: the buyer is told what it decided.
-			return h.answerDecided(ctx, id)
+		// failed: the starter starts the execution from the admission in turn, and the winners
+		// admitted meanwhile join the queue without a call of their own.
+		if merr := h.d.Admissions.MarkStartBacklog(ctx); merr != nil {
+			log.WarnContext(ctx, "api: the start backlog could not be marked; the next winners call StartExecution", "error", merr.Error())
 		}
-		if qerr != nil {
-			return events.APIGatewayProxyResponse{}, h.serverError(ctx, "queue start", qerr, "reservationId", id)
-		}
-		h.d.Metrics.Count("ReservationsQueued", 1)
-		log.InfoContext(ctx, "api: start throttled; queued for the starter", "correlationId", correlationID)
-		admission.State, admission.StartQueued = reservation.Admitted, true
-		return accepted(admissionView(admission)), nil
+		return h.queueStart(ctx, admission, string(input), log.With("correlationId", correlationID), "throttled")
 	}
 	if err != nil {
 		// The admission stays, and its seats' leases lapse on their own: a retry with the same
@@ -192,30 +188,34 @@ func (h *Handler) gateRefusal(ctx context.Context, id string, err error) *Error 
 	return h.serverError(ctx, "admission gate", err, "reservationId", id)
 }
 
-// firstRead is what a POST reads before it decides anything: the reservation's admission, and
-// the seats of its request when the catalog read them in the same request (nil otherwise).
-type firstRead struct {
-	admission reservation.Admission
-	found     bool
-	seats     map[string]CatalogSeat
+// FirstRead is what a POST reads before it decides anything: the reservation's admission
+// (Found false when there is none) and, when the catalog read them in the same request, the
+// seats of its request (nil otherwise) and until when starts are known to wait in the queue.
+type FirstRead struct {
+	Admission reservation.Admission
+	Found     bool
+	Seats     map[string]CatalogSeat
+	// StartBacklogUntil: while it is in the future, Step Functions' start quota is spent and
+	// starts wait in the queue, so a winner joins it without a StartExecution call.
+	StartBacklogUntil time.Time
 }
 
 // readFirst reads the admission, with the seats in the same request when the catalog can.
-func (h *Handler) readFirst(ctx context.Context, id, eventID string, seatIDs []string) (firstRead, *Error) {
+func (h *Handler) readFirst(ctx context.Context, id, eventID string, seatIDs []string) (FirstRead, *Error) {
 	if c, ok := h.d.Seats.(AdmissionAndSeats); ok {
-		a, found, seats, err := c.AdmissionAndSeats(ctx, id, eventID, seatIDs)
+		first, err := c.AdmissionAndSeats(ctx, id, eventID, seatIDs)
 		if err == nil {
-			return firstRead{admission: a, found: found, seats: seats}, nil
+			return first, nil
 		}
 		if !errors.Is(err, errNoAdmissionAndSeats) {
-			return firstRead{}, h.serverError(ctx, "read admission and seats", err, "reservationId", id)
+			return FirstRead{}, h.serverError(ctx, "read admission and seats", err, "reservationId", id)
 		}
 	}
 	a, found, err := h.d.Admissions.GetAdmission(ctx, id)
 	if err != nil {
-		return firstRead{}, h.serverError(ctx, "read admission", err, "reservationId", id)
+		return FirstRead{}, h.serverError(ctx, "read admission", err, "reservationId", id)
 	}
-	return firstRead{admission: a, found: found}, nil
+	return FirstRead{Admission: a, Found: found}, nil
 }
 
 // replay answers a POST whose reservation id the gate admitted before, from DynamoDB: the same
@@ -223,10 +223,10 @@ func (h *Handler) readFirst(ctx context.Context, id, eventID string, seatIDs []s
 // done is false when the request must go through the gate again: it was admitted, but the
 // saga has not written the reservation, so its start may have failed; prior is then its
 // admission (the zero one, HoldSlot -1, when there is none).
-func (h *Handler) replay(ctx context.Context, id, hash string, first firstRead) (prior reservation.Admission, resp events.APIGatewayProxyResponse, done bool, e *Error) {
+func (h *Handler) replay(ctx context.Context, id, hash string, first FirstRead) (prior reservation.Admission, resp events.APIGatewayProxyResponse, done bool, e *Error) {
 	none := reservation.Admission{HoldSlot: -1}
-	a := first.admission
-	if !first.found {
+	a := first.Admission
+	if !first.Found {
 		return none, resp, false, nil
 	}
 	if a.RequestHash != hash {
@@ -300,6 +300,28 @@ func sameRequest(r reservation.Reservation, eventID string, seatIDs []string) bo
 	slices.Sort(have)
 	slices.Sort(want)
 	return r.EventID == eventID && slices.Equal(have, want)
+}
+
+// queueStart queues the start of an admitted winner's execution for the starter and answers
+// 202 queued; why says what sent it there: "throttled" (Step Functions refused the start) or
+// "backlog" (starts already wait).
+func (h *Handler) queueStart(ctx context.Context, admission reservation.Admission, input string, log *slog.Logger, why string) (events.APIGatewayProxyResponse, *Error) {
+	id := admission.ReservationID
+	queuedAt := h.d.Now()
+	qerr := h.d.Admissions.QueueStart(ctx, admission, input, queuedAt.Add(QueuedLease), queuedAt.Add(QueuedLease+h.d.Hold))
+	if errors.Is(qerr, inventory.ErrNotAdmitted) {
+		// The start took effect before (its answer was lost, this retry was throttled) and
+		// the saga already answered, or the customer canceled: the buyer is told what was
+		// decided.
+		return h.answerDecided(ctx, id)
+	}
+	if qerr != nil {
+		return events.APIGatewayProxyResponse{}, h.serverError(ctx, "queue start", qerr, "reservationId", id)
+	}
+	h.d.Metrics.Count("ReservationsQueued", 1, metrics.Dim{Name: "reason", Value: why})
+	log.InfoContext(ctx, "api: start queued for the starter", "reason", why)
+	admission.State, admission.StartQueued = reservation.Admitted, true
+	return accepted(admissionView(admission)), nil
 }
 
 // QueuedLease is how long a queued winner keeps the seats the gate let it through for: as long as

@@ -47,6 +47,9 @@ type Admissions interface {
 	// wrote the cancel. Its error wraps inventory.ErrClaimed when the reservation exists: the
 	// cancel is then that reservation's.
 	CancelAdmission(ctx context.Context, a reservation.Admission) (reservation.Admission, bool, error)
+	// MarkStartBacklog records that starts wait in the queue (inventory.StartBacklogKey, for
+	// inventory.StartBacklogWindow), which FirstRead.StartBacklogUntil reads back.
+	MarkStartBacklog(ctx context.Context) error
 }
 
 // SeatCatalog answers the admission pre-check from an eventually consistent read of the Seats
@@ -63,7 +66,7 @@ type SeatCatalog interface {
 // Seats reads them) in one request, so that a first POST, the common one, costs one read
 // instead of two. found is false when there is no admission.
 type AdmissionAndSeats interface {
-	AdmissionAndSeats(ctx context.Context, reservationID, eventID string, seatIDs []string) (a reservation.Admission, found bool, seats map[string]CatalogSeat, err error)
+	AdmissionAndSeats(ctx context.Context, reservationID, eventID string, seatIDs []string) (FirstRead, error)
 }
 
 // CatalogSeat is what the pre-check needs to know about a seat. Its price is

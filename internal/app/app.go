@@ -277,7 +277,12 @@ func (b *builder) handler(fn string) (any, error) {
 		}
 		return h.Handle, nil
 	case FnStarter:
-		h, err := starter.New(starter.Deps{SFN: d.SFN, StateMachineARN: cfg.StateMachineARN, Logger: d.Logger, Metrics: d.Metrics})
+		inv, err := b.inventory()
+		if err != nil {
+			return nil, err
+		}
+		h, err := starter.New(starter.Deps{SFN: d.SFN, StateMachineARN: cfg.StateMachineARN, Backlog: inv,
+			Logger: d.Logger, Metrics: d.Metrics})
 		if err != nil {
 			return nil, err
 		}

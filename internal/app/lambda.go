@@ -148,8 +148,8 @@ func runtimeDeps(ctx context.Context, function string, rt Runtime) (Deps, error)
 		d.Bus = eventbridge.NewFromConfig(rt.AWS)
 		return d, nil
 	case FnStarter:
-		// The starter only starts executions: no table, no payment.
-		d.SFN = sfn.NewFromConfig(rt.AWS)
+		// The starter starts executions and marks the start backlog: no payment.
+		d.DynamoDB, d.SFN = dynamoDB(rt), sfn.NewFromConfig(rt.AWS)
 		return d, nil
 	case FnConsumer:
 		d.DynamoDB = dynamoDB(rt)

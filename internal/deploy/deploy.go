@@ -350,12 +350,14 @@ func Functions() []Function {
 		{
 			// The starter starts the executions Step Functions throttled at the api: the
 			// Admissions stream carries each queued start to it, and a start it could not make
-			// in time is parked in its DLQ.
+			// in time is parked in its DLQ. While it has starts to make it marks the start
+			// backlog on the Admissions table, so that the api queues new winners behind them.
 			Name: FnStarter, Description: "Admissions stream to StartExecution: the starts Step Functions throttled",
 			Handler: "bootstrap", MemoryMB: 128, Timeout: 30 * time.Second,
-			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvStateMachineARN},
+			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvStateMachineARN, config.EnvTablePrefix},
 			Grants: append([]Grant{
 				{Actions: []string{"states:StartExecution"}, Resources: []Resource{{Kind: StateMachine}}},
+				{Actions: []string{"dynamodb:UpdateItem"}, Resources: []Resource{table(tables.AdmissionsTable)}},
 				{Actions: []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, Resources: []Resource{{Kind: TableStream, Name: tables.AdmissionsTable}}, Platform: true},
 				{Actions: []string{"dynamodb:ListStreams"}, Resources: []Resource{{Kind: Any}}, Platform: true},
 				{Actions: []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}, Resources: []Resource{{Kind: Queue, Name: StarterDLQ}}, Platform: true},

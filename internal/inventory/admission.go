@@ -667,3 +667,51 @@ func DecodeAdmission(item map[string]types.AttributeValue) (reservation.Admissio
 	}
 	return a, nil
 }
+
+// StartBacklogKey is the Admissions item that says Step Functions' start quota is spent: the
+// api and the starter mark it while starts wait in the queue, and the api reads it with every
+// POST's admission (AdmissionAndSeats), in the same request, so that a winner admitted
+// meanwhile joins the queue without spending a StartExecution call that would be throttled.
+// No reservation id can take this key (ids are the api's "r_" names).
+const StartBacklogKey = "backlog#start"
+
+// StartBacklogWindow is how long one mark says starts wait: long enough to cover the starter's
+// next batch, short enough that once the queue is drained the api starts executions directly
+// again within a moment.
+const StartBacklogWindow = 2 * time.Second
+
+// MarkStartBacklog records that starts wait in the queue for StartBacklogWindow from now; it
+// only ever lengthens the mark, so concurrent markers cannot shorten each other's.
+func (st *Store) MarkStartBacklog(ctx context.Context) error {
+	until := st.now().Add(StartBacklogWindow)
+	_, err := st.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(st.admissions),
+		Key:                      reservationKeyAV(StartBacklogKey),
+		ConditionExpression:      aws.String("attribute_not_exists(#until) OR #until < :until"),
+		UpdateExpression:         aws.String("SET #until = :until, #ttl = :ttl"),
+		ExpressionAttributeNames: map[string]string{"#until": attrSlotUntil, "#ttl": tables.AttrExpiresAtTTL},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":until": s(FormatTime(until)),
+			":ttl":   &types.AttributeValueMemberN{Value: strconv.FormatInt(until.Add(24*time.Hour).Unix(), 10)},
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	if err != nil {
+		st.countAPIError("mark_start_backlog", err)
+		return fmt.Errorf("inventory: mark the start backlog: %w", err)
+	}
+	return nil
+}
+
+// DecodeStartBacklog reads the StartBacklogKey item: until when starts are known to wait.
+func DecodeStartBacklog(item map[string]types.AttributeValue) (time.Time, error) {
+	ir := &itemReader{item: item}
+	until := ir.time(attrSlotUntil)
+	if ir.err != nil {
+		return time.Time{}, fmt.Errorf("start backlog: %w", ir.err)
+	}
+	return until, nil
+}

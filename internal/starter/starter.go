@@ -40,10 +40,17 @@ type StepFunctions interface {
 	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
 }
 
-// Deps is what the starter needs; SFN and StateMachineARN are required.
+// Backlog marks that starts wait in the queue (inventory.Store.MarkStartBacklog).
+type Backlog interface {
+	MarkStartBacklog(ctx context.Context) error
+}
+
+// Deps is what the starter needs; SFN and StateMachineARN are required. Without Backlog the
+// starter marks nothing, and the api learns of the queue only from its own throttled calls.
 type Deps struct {
 	SFN             StepFunctions
 	StateMachineARN string
+	Backlog         Backlog
 	Logger          *slog.Logger
 	Metrics         metrics.Recorder
 }
@@ -70,10 +77,20 @@ func New(d Deps) (*Starter, error) {
 // batch item failure: Lambda retries from it, and the records after it wait their turn.
 func (s *Starter) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	var resp events.DynamoDBEventResponse
+	marked := false
 	for _, rec := range ev.Records {
 		id, input, ok := Queued(rec)
 		if !ok {
 			continue
+		}
+		if !marked && s.d.Backlog != nil {
+			// Starts wait: winners admitted meanwhile join the queue behind them instead of
+			// spending StartExecution calls the quota would refuse. Best effort: without the
+			// mark the api's own throttled call queues them.
+			marked = true
+			if err := s.d.Backlog.MarkStartBacklog(ctx); err != nil {
+				s.d.Logger.WarnContext(ctx, "starter: the start backlog could not be marked", "error", err.Error())
+			}
 		}
 		_, err := s.d.SFN.StartExecution(ctx, &sfn.StartExecutionInput{
 			StateMachineArn: aws.String(s.d.StateMachineARN), Name: aws.String(id), Input: aws.String(input),

@@ -100,3 +100,26 @@ func TestAStartRefusedForWantOfOpenExecutionsIsRetriedNotGivenUp(t *testing.T) {
 		t.Fatalf("the start was counted failed: %v", m.Snapshot())
 	}
 }
+
+// countingBacklog counts the marks of the start backlog.
+type countingBacklog struct{ marks int }
+
+func (b *countingBacklog) MarkStartBacklog(context.Context) error { b.marks++; return nil }
+
+// A batch with queued starts marks the start backlog once, before its first start, so that the
+// api queues the winners it admits meanwhile behind them; a batch with none marks nothing, so
+// a drained queue lets the mark lapse and the api start executions directly again.
+func TestABatchWithQueuedStartsMarksTheBacklogOnce(t *testing.T) {
+	b := &countingBacklog{}
+	s, err := New(Deps{SFN: &fakeSFN{}, StateMachineARN: machine, Backlog: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("1", "r_a", false), record("2", "r_b", false)}}); err != nil || b.marks != 0 {
+		t.Fatalf("a batch without queued starts: %d marks, %v; want none", b.marks, err)
+	}
+	if _, err := s.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("3", "r_c", true), record("4", "r_d", false), record("5", "r_e", true)}}); err != nil || b.marks != 1 {
+		t.Fatalf("a batch with two queued starts: %d marks, %v; want one", b.marks, err)
+	}
+}

@@ -13,7 +13,10 @@
 // and answered 202 queued, its lease extended; the starter, fed by the Admissions stream after
 // a delivery delay, drains the queue at the bucket's refill rate: the best the real starter, a
 // batch of ten per stream shard that stops at a throttle and is retried, can do, so the queue's
-// figures are a lower bound); the state-transition bucket
+// figures are a lower bound); the start backlog (a throttled start marks it for
+// StartBacklogWindow, the starter extends it whenever it starts queued executions, and a POST
+// whose first read finds it live queues its winner without calling StartExecution); the
+// state-transition bucket
 // every execution's transitions wait on; the claim, which honours the lease and holds the seat;
 // and the payment, which every buyer who got a hold makes a fixed time later.
 //
@@ -32,6 +35,7 @@ import (
 
 	"github.com/seatsaga/seatsaga/internal/clock"
 	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/inventory"
 	"github.com/seatsaga/seatsaga/internal/twin/stepfunctions"
 	"github.com/seatsaga/seatsaga/internal/twin/throttle"
 )
@@ -65,6 +69,11 @@ type Config struct {
 	ClaimLatency time.Duration
 	// StarterDelay is from a queued start's record to the starter seeing it (stream polling).
 	StarterDelay time.Duration
+	// StartBacklogWindow is how long the start backlog lasts after the api's throttled start
+	// marks it or the starter, starting queued executions, extends it; while it is live at a
+	// POST's first read, the POST's winner is queued without a StartExecution call (0: no
+	// backlog signal, every winner calls StartExecution).
+	StartBacklogWindow time.Duration
 	// PayAfter is from a hold to the payment's authorization reaching the saga.
 	PayAfter time.Duration
 	// TransitionsPerBooking and TransitionsPerLostClaim are the state machine's paths: the
@@ -93,7 +102,7 @@ func Defaults() Config {
 		StartExecution: q.API["StartExecution"], StateTransition: q.StateTransition,
 		Lease: 10 * time.Second, QueuedLease: time.Hour,
 		APILatency: 40 * time.Millisecond, ClaimLatency: 150 * time.Millisecond, StarterDelay: time.Second,
-		PayAfter: 20 * time.Second, TransitionsPerBooking: 5, TransitionsPerLostClaim: 2,
+		StartBacklogWindow: inventory.StartBacklogWindow, PayAfter: 20 * time.Second, TransitionsPerBooking: 5, TransitionsPerLostClaim: 2,
 		ThrottleTries: 8, BackoffBase: time.Second, BackoffCap: 20 * time.Second,
 		SeatTries: 3, Think: 2 * time.Second, StatusPoll: 2 * time.Second,
 	}
@@ -104,6 +113,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Buyers < 0 || c.Seats < 0:
 		return fmt.Errorf("flashsim: buyers and seats must not be negative")
+	case c.StartBacklogWindow < 0:
+		return fmt.Errorf("flashsim: the start backlog window must not be negative")
 	case c.Window <= 0 || c.ThrottleTries < 1 || c.SeatTries < 1 || c.TransitionsPerBooking < 1 || c.TransitionsPerLostClaim < 1:
 		return fmt.Errorf("flashsim: the window, the tries and the transitions per path must be positive")
 	case c.Profile != ProfileUniform && c.Profile != ProfileHot:
@@ -145,9 +156,13 @@ type Result struct {
 	StageThrottled                   int
 	// GateAdmitted and GateRefused are POSTs the gate let through and answered 409.
 	GateAdmitted, GateRefused int
-	// StartExecutionCalls are every call (the api's and the starter's); StartThrottled the
-	// api's calls Step Functions refused, each then queued.
-	StartExecutionCalls, StartThrottled int
+	// StartExecutionCalls are every call, throttled ones included: APIStartCalls, the api's,
+	// plus StarterStartCalls, the starter's. StartThrottled is the api's calls Step Functions
+	// refused, each then queued.
+	StartExecutionCalls, APIStartCalls, StarterStartCalls, StartThrottled int
+	// QueuedByBacklog is winners the api queued without a StartExecution call because the
+	// POST's first read found the start backlog live.
+	QueuedByBacklog int
 	// Executions started, SeatsSold, and TransitionsWaited: transitions the state-transition
 	// bucket delayed.
 	Executions, SeatsSold, Transitions, TransitionsWaited int
@@ -247,6 +262,10 @@ type buyer struct {
 	started   time.Duration
 	// done: the buyer's sale has ended (answered).
 	done bool
+
+	// backlogSeen: the POST's first read, when the API function began, found the start
+	// backlog live.
+	backlogSeen bool
 }
 
 type sim struct {
@@ -267,6 +286,9 @@ type sim struct {
 	inFlight             int
 	holdWaits, postWaits []time.Duration
 	res                  Result
+
+	// backlogUntil is when the start backlog lapses; it is live while it is after now.
+	backlogUntil time.Time
 }
 
 // at schedules fn d from now; d is at least a nanosecond so the fake clock runs fn in order.
@@ -291,6 +313,12 @@ func (s *sim) backoff(n int) time.Duration {
 // backoff, up to ThrottleTries, then gives up; a request let through runs in the API function
 // for APILatency and then serve runs.
 func (s *sim) request(b *buyer, try int, count *int, serve func(), gaveUp func()) {
+	s.requestReading(b, try, count, nil, serve, gaveUp)
+}
+
+// requestReading is request with read run when the API function begins, APILatency before
+// serve: a POST's first read, which sees the start backlog as it is then.
+func (s *sim) requestReading(b *buyer, try int, count *int, read, serve func(), gaveUp func()) {
 	method := s.stage[count]
 	if method == nil {
 		method = throttle.New(s.clk, s.cfg.Stage)
@@ -302,10 +330,13 @@ func (s *sim) request(b *buyer, try int, count *int, serve func(), gaveUp func()
 			gaveUp()
 			return
 		}
-		s.at(s.backoff(try), func() { s.request(b, try+1, count, serve, gaveUp) })
+		s.at(s.backoff(try), func() { s.requestReading(b, try+1, count, read, serve, gaveUp) })
 		return
 	}
 	*count++
+	if read != nil {
+		read()
+	}
 	s.inFlight++
 	s.res.APIPeakConcurrency = max(s.res.APIPeakConcurrency, s.inFlight)
 	s.at(s.cfg.APILatency, func() {
@@ -354,7 +385,11 @@ func (s *sim) post(b *buyer, try int) {
 	if try == 1 {
 		b.firstPost = s.clk.Now()
 	}
-	s.request(b, try, &s.res.POSTs, func() { s.gate(b) }, func() { s.answer(b, GaveUpThrottled) })
+	// The POST's first read (before the gate) reads the start backlog when the API function
+	// begins; the gate's write and the StartExecution call come APILatency later, so a
+	// backlog another POST's throttle marks in between is not seen.
+	s.requestReading(b, try, &s.res.POSTs, func() { b.backlogSeen = s.backlogLive() },
+		func() { s.gate(b) }, func() { s.answer(b, GaveUpThrottled) })
 }
 
 // gate is the admission gate's conditional write: a lease on a seat that is free or whose
@@ -378,16 +413,24 @@ func (s *sim) gate(b *buyer) {
 		s.free.add(b.seat, -1)
 	}
 	b.admitted = now
-	s.res.StartExecutionCalls++
-	if s.startBucket.Take() {
-		s.lease(b, s.cfg.Lease)
-		s.execute(b)
-		s.poll(b)
-		return
+	if b.backlogSeen {
+		// The backlog was live at the POST's first read: the start is queued without a
+		// StartExecution call, and the buyer is answered 202 queued.
+		s.res.QueuedByBacklog++
+	} else {
+		s.res.StartExecutionCalls++
+		s.res.APIStartCalls++
+		if s.startBucket.Take() {
+			s.lease(b, s.cfg.Lease)
+			s.execute(b)
+			s.poll(b)
+			return
+		}
+		// Throttled: the start is queued with a lease long enough for the queue, the buyer is
+		// answered 202 queued, and the start backlog is marked.
+		s.res.StartThrottled++
+		s.extendBacklog()
 	}
-	// Throttled: the start is queued with a lease long enough for the queue, and the buyer is
-	// answered 202 queued.
-	s.res.StartThrottled++
 	s.lease(b, s.cfg.QueuedLease)
 	s.queued++
 	s.res.QueuePeakDepth = max(s.res.QueuePeakDepth, s.queued)
@@ -396,12 +439,27 @@ func (s *sim) gate(b *buyer) {
 		// The starter takes tokens as the bucket refills: it starts at the quota's pace.
 		wait := s.startBucket.Reserve()
 		s.res.StartExecutionCalls++
+		s.res.StarterStartCalls++
 		s.at(wait, func() {
+			// The starter starts a queued execution, its queue not empty: it extends the
+			// backlog.
+			s.extendBacklog()
 			s.queued--
 			s.res.QueuePeakAge = max(s.res.QueuePeakAge, s.clk.Now().Sub(now))
 			s.execute(b)
 		})
 	})
+}
+
+// backlogLive reports whether the start backlog is live now.
+func (s *sim) backlogLive() bool { return s.backlogUntil.After(s.clk.Now()) }
+
+// extendBacklog makes the start backlog last until StartBacklogWindow from now (never shorter
+// than it already lasts); with a window of 0 it is never live.
+func (s *sim) extendBacklog() {
+	if until := s.clk.Now().Add(s.cfg.StartBacklogWindow); until.After(s.backlogUntil) {
+		s.backlogUntil = until
+	}
 }
 
 // execute runs the buyer's execution: the first transition waits for its token, then the

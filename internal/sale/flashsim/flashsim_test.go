@@ -179,3 +179,89 @@ func TestTheClaimLeavesAnotherBuyersLiveLeaseAlone(t *testing.T) {
 		t.Fatalf("seat %+v, %d lost at the claim; want buyer 2's lease kept and buyer 1 lost", st, s.res.Answers[LostAtClaim])
 	}
 }
+
+// The start backlog holds the sale to about one StartExecution call per seat sold:
+// once a throttle marks it, winners are queued without a call while the starter drains the
+// queue, and every seat is still sold with no winner lost. Without the signal (a window of 0)
+// every winner admitted while the bucket is empty makes a throttled call first: about 1.78.
+func TestTheStartBacklogHoldsTheDefaultSaleToAboutOneStartPerSeatSold(t *testing.T) {
+	for _, tc := range []struct {
+		window   time.Duration
+		min, max float64
+	}{{2 * time.Second, 1, 1.2}, {0, 1.7, 1.85}} {
+		c := Defaults()
+		c.StartBacklogWindow = tc.window
+		r := run(c).res
+		got := r.StartsPerSeatSold()
+		switch {
+		case got < tc.min || got > tc.max:
+			t.Fatalf("window %v: %.3f StartExecution calls per seat sold (%d calls: api %d, %d throttled; starter %d; %d queued by the backlog), want %.2f to %.2f",
+				tc.window, got, r.StartExecutionCalls, r.APIStartCalls, r.StartThrottled, r.StarterStartCalls, r.QueuedByBacklog, tc.min, tc.max)
+		case r.SeatsSold != c.Seats || r.Answers[Booked] != c.Seats || r.Answers[LostAtClaim] != 0 || r.Executions != r.GateAdmitted:
+			t.Fatalf("window %v: %d of %d seats sold, %d booked, %d lost at the claim, %d executions for %d admitted",
+				tc.window, r.SeatsSold, c.Seats, r.Answers[Booked], r.Answers[LostAtClaim], r.Executions, r.GateAdmitted)
+		case r.StartExecutionCalls != r.APIStartCalls+r.StarterStartCalls || r.GateAdmitted != r.APIStartCalls+r.QueuedByBacklog ||
+			r.StarterStartCalls != r.StartThrottled+r.QueuedByBacklog:
+			t.Fatalf("window %v: the calls do not add up: %d = api %d + starter %d; admitted %d = api %d + backlog %d; starter %d = throttled %d + backlog %d",
+				tc.window, r.StartExecutionCalls, r.APIStartCalls, r.StarterStartCalls, r.GateAdmitted, r.APIStartCalls, r.QueuedByBacklog,
+				r.StarterStartCalls, r.StartThrottled, r.QueuedByBacklog)
+		case tc.window == 0 && r.QueuedByBacklog != 0:
+			t.Fatalf("no backlog signal, yet %d winners queued by it", r.QueuedByBacklog)
+		case tc.window > 0 && r.QueuedByBacklog == 0:
+			t.Fatalf("the backlog queued no winner")
+		}
+	}
+}
+
+// The backlog, buyer by buyer, on a StartExecution bucket of one token refilling at 1/s (the
+// seat map read and each POST's API function take 40 ms; the POST reads the backlog when its
+// function begins and calls StartExecution when it ends):
+//   - A (arrives 0 s): reads at 40 ms, calls at 80 ms and takes the token.
+//   - B (10 ms): reads at 50 ms, calls at 90 ms, is throttled: the backlog lasts to 2.09 s.
+//   - X (45 ms): read at 85 ms, before B's mark: calls at 125 ms and is throttled (the gap).
+//   - C (60 ms): reads at 100 ms, after B's mark: queued without a call.
+//   - the starter starts B at 1.09 s, extending the backlog to 3.09 s, then X and C a token
+//     apart; so F (2.5 s), reading at 2.54 s after the api's marks lapsed (2.125 s), is queued
+//     without a call on the starter's extension alone.
+//   - E (10 s) comes long after the queue emptied: the backlog has lapsed, it calls directly.
+//
+// With a window of 0 every one of them calls StartExecution.
+func TestTheStartBacklogQueuesWinnersThatReadItLive(t *testing.T) {
+	arrivals := []struct {
+		name   string
+		at     time.Duration
+		queued bool // queued by the backlog
+	}{{"A", 0, false}, {"B", 10 * time.Millisecond, false}, {"X", 45 * time.Millisecond, false},
+		{"C", 60 * time.Millisecond, true}, {"F", 2500 * time.Millisecond, true}, {"E", 10 * time.Second, false}}
+	for _, window := range []time.Duration{2 * time.Second, 0} {
+		c := Defaults()
+		c.Buyers, c.Seats, c.StatusPoll = 0, 100000, 0
+		c.Stage = throttle.Limit{Size: 10000, RefillPerSecond: 10000}
+		c.StartExecution = throttle.Limit{Size: 1, RefillPerSecond: 1}
+		c.StartBacklogWindow = window
+		s := run(c)
+		buyers := make([]*buyer, len(arrivals))
+		for i, a := range arrivals {
+			buyers[i] = &buyer{id: i}
+			s.at(a.at, func() { s.readSeatMap(buyers[i], 1) })
+		}
+		for s.clk.AdvanceToNext() {
+		}
+		r := s.res
+		wantQueued, wantThrottled := 2, 2 // C and F; B and X
+		if window == 0 {
+			wantQueued, wantThrottled = 0, 4 // B, X, C and F
+		}
+		for i, a := range arrivals {
+			if buyers[i].backlogSeen != (a.queued && window > 0) {
+				t.Errorf("window %v: buyer %s read the backlog live: %v", window, a.name, buyers[i].backlogSeen)
+			}
+		}
+		if r.QueuedByBacklog != wantQueued || r.StartThrottled != wantThrottled || r.APIStartCalls != len(arrivals)-wantQueued ||
+			r.StarterStartCalls != wantQueued+wantThrottled || r.SeatsSold != len(arrivals) || r.GateRefused != 0 {
+			t.Errorf("window %v: %d queued by the backlog, %d throttled, api %d calls, starter %d, %d sold, %d refused; want %d, %d, %d, %d, %d, 0",
+				window, r.QueuedByBacklog, r.StartThrottled, r.APIStartCalls, r.StarterStartCalls, r.SeatsSold, r.GateRefused,
+				wantQueued, wantThrottled, len(arrivals)-wantQueued, wantQueued+wantThrottled, len(arrivals))
+		}
+	}
+}

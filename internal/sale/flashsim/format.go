@@ -16,10 +16,12 @@ func (r Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "throttles\n")
 	fmt.Fprintf(w, "  API Gateway stage      %d requests answered 429 (%d seat map reads, %d POSTs, %d status reads let through)\n",
 		r.StageThrottled, r.SeatMapReads, r.POSTs, r.StatusReads)
-	fmt.Fprintf(w, "  StartExecution         %d of %d calls throttled (each queued, none failed)\n", r.StartThrottled, r.StartExecutionCalls)
+	fmt.Fprintf(w, "  StartExecution         %d of %d calls throttled (each queued, none failed): the api %d calls, %d throttled; the starter %d calls\n",
+		r.StartThrottled, r.StartExecutionCalls, r.APIStartCalls, r.StartThrottled, r.StarterStartCalls)
 	fmt.Fprintf(w, "  state transitions      %d of %d waited for their token\n", r.TransitionsWaited, r.Transitions)
 	fmt.Fprintf(w, "  API function           %d invocations at most at once (Lambda's default account limit: 1,000)\n", r.APIPeakConcurrency)
 	fmt.Fprintf(w, "start queue              peak depth %d, oldest start waited %v (if the starter keeps the bucket's pace)\n", r.QueuePeakDepth, round(r.QueuePeakAge))
+	fmt.Fprintf(w, "start backlog            %d winners queued without a StartExecution call, the backlog live at the POST's first read (window %v)\n", r.QueuedByBacklog, c.StartBacklogWindow)
 	fmt.Fprintf(w, "gate                     %d admitted, %d answered 409 without a Step Functions call\n", r.GateAdmitted, r.GateRefused)
 	fmt.Fprintf(w, "times                    last winner's execution started %v; last seat sold %v; last buyer answered %v\n",
 		round(r.LastWinnerStarted), round(r.LastSeatSold), round(r.LastAnswered))

@@ -220,13 +220,13 @@ func Compressed(scale float64, hold time.Duration) Config {
 		// compress. On AWS that is well under a second; on a two-core machine during a burst
 		// of 2,000 buyers it reaches 12 s (the load summary's "saga's view" of the time to
 		// hold), and a lease that lapses sooner lets a second buyer through to lose the claim.
-		AdmissionLease: stretch(20*time.Second),
+		AdmissionLease: stretch(20 * time.Second),
 		// The reconcile loop outlasts a late authorization (Payments.LateAuthorizationDelay,
 		// a fifth of the hold past it) by its attempts times this.
 		ReconcileBackoff: time.Minute,
 		// A lost provider response costs one client timeout of wall time.
 		PaymentsTimeout:  3 * time.Second,
-		WebhookTolerance: stretch(5*time.Minute),
+		WebhookTolerance: stretch(5 * time.Minute),
 		Payments: PaymentsConfig{
 			ThreeDSDelay:           2 * time.Minute,
 			LateAuthorizationDelay: hold + hold/5,

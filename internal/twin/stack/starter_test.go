@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seatsaga/seatsaga/internal/deploy"
+	"github.com/seatsaga/seatsaga/internal/metrics"
 	"github.com/seatsaga/seatsaga/internal/sale/load"
 	"github.com/seatsaga/seatsaga/internal/starter"
 	"github.com/seatsaga/seatsaga/internal/twin/cloudwatch"
@@ -72,6 +73,44 @@ func TestWinnersPastTheStartQuotaAreQueuedAndStartedInTurn(t *testing.T) {
 	}
 	if n := st.Queue(deploy.StarterDLQ).Depth(st.Clock.Now()); n != 0 {
 		t.Errorf("%d queued starts parked in StarterDLQ", n)
+	}
+}
+
+// Winners who arrive while queued starts wait join the queue without a StartExecution call of
+// their own, on the deployed grants: the api's throttled call and the starter's batches mark
+// the start backlog, which the api reads with each POST's admission. So every winner costs one
+// api call at most, and those who came while starts waited none.
+func TestWinnersArrivingWhileStartsWaitJoinTheQueueWithoutACall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a small sale")
+	}
+	q := stepfunctions.DefaultQuotas()
+	q.API["StartExecution"] = throttle.Limit{Size: 2, RefillPerSecond: 1}
+	cfg := Compressed(1, 3*time.Minute)
+	cfg.StepFunctionsQuotas = &q
+	st := start(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := st.RunSale(ctx, SaleOptions{
+		EventID: "backlog", Seats: 16, Buyers: 16, SeatsPerBuyer: 1, Seed: 5,
+		Mix:         load.Mix{load.Pays: 1},
+		Concurrency: 2, PollInterval: 50 * time.Millisecond, BuyerTimeout: time.Minute, SettleTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Settled || !res.Verdict.OK() {
+		t.Fatalf("settled %v, invariants: %s", res.Settled, res.Verdict)
+	}
+	f := res.Figures()
+	winners := int64(res.Summary.Buyers - res.Summary.ByOutcome[load.AdmissionRejected])
+	backlog := st.Metrics.Get("ReservationsQueued", metrics.Dim{Name: "reason", Value: "backlog"})
+	apiStarts := f.APICalls[RoleName(FnAPI)]["StartExecution"]
+	t.Logf("%d winners; %d StartExecution calls in all, %d by the api; %d winners queued behind the backlog; outcomes %v",
+		winners, f.StartExecutions, apiStarts, backlog, res.Summary.ByOutcome)
+	if backlog == 0 || apiStarts+backlog != winners || int64(f.SeatsSold) != winners {
+		t.Fatalf("%d queued behind the backlog, %d api calls, %d seats sold, for %d winners: want some queued without a call, every other winner one call, every winner sold",
+			backlog, apiStarts, f.SeatsSold, winners)
 	}
 }
 
