@@ -82,7 +82,7 @@ func (c *DynamoCatalog) AdmissionAndSeats(ctx context.Context, reservationID, ev
 			},
 			ConsistentRead: aws.Bool(true),
 		},
-	}, catalogReads)
+	}, c.firstReads())
 	if err != nil {
 		return first, fmt.Errorf("read admission %s and seats of event %s: %w", reservationID, eventID, err)
 	}
@@ -104,6 +104,19 @@ func (c *DynamoCatalog) AdmissionAndSeats(ctx context.Context, reservationID, ev
 		return first, err
 	}
 	return first, nil
+}
+
+// firstReads are catalogReads for AdmissionAndSeats: the start backlog is a hint every POST
+// reads, one item on one partition, so when DynamoDB leaves it unprocessed (that partition's
+// read throughput is spent) the read goes on without it, as if no backlog were marked, instead
+// of retrying the hot key and answering the buyer 500.
+func (c *DynamoCatalog) firstReads() inventory.BatchGetOptions {
+	opts := catalogReads
+	opts.Optional = func(table string, key map[string]types.AttributeValue) bool {
+		k, _ := key[tables.AttrReservationID].(*types.AttributeValueMemberS)
+		return table == c.AdmissionsTable && k != nil && k.Value == inventory.StartBacklogKey
+	}
+	return opts
 }
 
 // errNoAdmissionAndSeats says a catalog cannot read both at once: the handler reads them apart.

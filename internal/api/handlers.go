@@ -139,10 +139,12 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayProxyRequest)
 		// Past the StartExecution quota, or the open-executions one, the winner is queued, not
 		// failed: the starter starts the execution from the admission in turn, and the winners
 		// admitted meanwhile join the queue without a call of their own.
+		resp, e := h.queueStart(ctx, admission, string(input), log.With("correlationId", correlationID), "throttled")
+		// After the buyer's durable write, so that a slow mark never delays it.
 		if merr := h.d.Admissions.MarkStartBacklog(ctx); merr != nil {
 			log.WarnContext(ctx, "api: the start backlog could not be marked; the next winners call StartExecution", "error", merr.Error())
 		}
-		return h.queueStart(ctx, admission, string(input), log.With("correlationId", correlationID), "throttled")
+		return resp, e
 	}
 	if err != nil {
 		// The admission stays, and its seats' leases lapse on their own: a retry with the same

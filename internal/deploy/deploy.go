@@ -350,8 +350,9 @@ func Functions() []Function {
 		{
 			// The starter starts the executions Step Functions throttled at the api: the
 			// Admissions stream carries each queued start to it, and a start it could not make
-			// in time is parked in its DLQ. While it has starts to make it marks the start
-			// backlog on the Admissions table, so that the api queues new winners behind them.
+			// in time is parked in its DLQ. While the quota holds its starts back it marks
+			// the start backlog on the Admissions table, so that the api queues new winners
+			// behind them.
 			Name: FnStarter, Description: "Admissions stream to StartExecution: the starts Step Functions throttled",
 			Handler: "bootstrap", MemoryMB: 128, Timeout: 30 * time.Second,
 			Env: []string{config.EnvStage, config.EnvMetricsNamespace, config.EnvStateMachineARN, config.EnvTablePrefix},

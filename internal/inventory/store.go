@@ -335,6 +335,9 @@ type BatchGetOptions struct {
 	Rounds int
 	// Backoff is the pause before retry round r, times r² (default 20ms).
 	Backoff time.Duration
+	// Optional, when set, names keys the read can do without (a hint such as the start
+	// backlog): one DynamoDB leaves unprocessed is dropped, not retried, and read as absent.
+	Optional func(table string, key map[string]types.AttributeValue) bool
 }
 
 // ErrUnprocessedKeys is what BatchGet's and BatchGetSeats' errors wrap when keys were still unprocessed
@@ -405,9 +408,31 @@ func BatchGet(ctx context.Context, db BatchGetter, request map[string]types.Keys
 		for table, got := range out.Responses {
 			items[table] = append(items[table], got...)
 		}
-		request = out.UnprocessedKeys
+		request = withoutOptional(out.UnprocessedKeys, opts.Optional)
 	}
 	return items, nil
+}
+
+// withoutOptional is request without the keys optional names, and without a table left with
+// no keys.
+func withoutOptional(request map[string]types.KeysAndAttributes, optional func(string, map[string]types.AttributeValue) bool) map[string]types.KeysAndAttributes {
+	if optional == nil {
+		return request
+	}
+	out := make(map[string]types.KeysAndAttributes, len(request))
+	for table, ka := range request {
+		var keys []map[string]types.AttributeValue
+		for _, key := range ka.Keys {
+			if !optional(table, key) {
+				keys = append(keys, key)
+			}
+		}
+		if len(keys) > 0 {
+			ka.Keys = keys
+			out[table] = ka
+		}
+	}
+	return out
 }
 
 // eventExists tells an unknown event from unknown seats of a known event.

@@ -77,20 +77,10 @@ func New(d Deps) (*Starter, error) {
 // batch item failure: Lambda retries from it, and the records after it wait their turn.
 func (s *Starter) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	var resp events.DynamoDBEventResponse
-	marked := false
 	for _, rec := range ev.Records {
 		id, input, ok := Queued(rec)
 		if !ok {
 			continue
-		}
-		if !marked && s.d.Backlog != nil {
-			// Starts wait: winners admitted meanwhile join the queue behind them instead of
-			// spending StartExecution calls the quota would refuse. Best effort: without the
-			// mark the api's own throttled call queues them.
-			marked = true
-			if err := s.d.Backlog.MarkStartBacklog(ctx); err != nil {
-				s.d.Logger.WarnContext(ctx, "starter: the start backlog could not be marked", "error", err.Error())
-			}
 		}
 		_, err := s.d.SFN.StartExecution(ctx, &sfn.StartExecutionInput{
 			StateMachineArn: aws.String(s.d.StateMachineARN), Name: aws.String(id), Input: aws.String(input),
@@ -113,6 +103,9 @@ func (s *Starter) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			if throttled(err) {
 				s.d.Metrics.Count(MetricThrottled, 1)
 			}
+			if throttled(err) || openExecutionsFull(err) {
+				s.markBacklog(ctx)
+			}
 			s.d.Logger.WarnContext(ctx, "starter: start failed; the stream retries it", "reservationId", id, "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{
 				ItemIdentifier: rec.Change.SequenceNumber,
@@ -121,6 +114,22 @@ func (s *Starter) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 	}
 	return resp, nil
+}
+
+// markBacklog marks the start backlog when the quota holds the starter's starts back (the
+// batch is retried, and marks again while it still is): winners admitted meanwhile join the
+// queue behind them instead of spending StartExecution calls the quota would refuse. A batch
+// whose starts all succeed marks nothing, or the winners the backlog queued would extend it
+// through the starter for as long as winners keep coming. Best effort: without the mark the
+// api's own throttled calls queue them.
+func (s *Starter) markBacklog(ctx context.Context) {
+	if s.d.Backlog == nil {
+		return
+	}
+	if err := s.d.Backlog.MarkStartBacklog(ctx); err != nil {
+		s.d.Logger.WarnContext(ctx, "starter: the start backlog could not be marked; the api calls StartExecution for new winners until a throttled call marks it",
+			"error", err.Error())
+	}
 }
 
 // FilterPattern is the starter's event filter on the Admissions stream (the event source
@@ -156,7 +165,7 @@ func retryable(err error) bool {
 	if !errors.As(err, &apiErr) {
 		return true
 	}
-	if throttled(err) || apiErr.ErrorCode() == "ExecutionLimitExceeded" {
+	if throttled(err) || openExecutionsFull(err) {
 		return true
 	}
 	var re interface{ HTTPStatusCode() int }
@@ -164,6 +173,13 @@ func retryable(err error) bool {
 		return re.HTTPStatusCode() >= 500
 	}
 	return apiErr.ErrorFault() == smithy.FaultServer
+}
+
+// openExecutionsFull reports a start refused while the account runs as many executions as
+// its quota allows.
+func openExecutionsFull(err error) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "ExecutionLimitExceeded"
 }
 
 func throttled(err error) bool {

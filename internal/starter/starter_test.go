@@ -106,12 +106,18 @@ type countingBacklog struct{ marks int }
 
 func (b *countingBacklog) MarkStartBacklog(context.Context) error { b.marks++; return nil }
 
-// A batch with queued starts marks the start backlog once, before its first start, so that the
-// api queues the winners it admits meanwhile behind them; a batch with none marks nothing, so
-// a drained queue lets the mark lapse and the api start executions directly again.
-func TestABatchWithQueuedStartsMarksTheBacklogOnce(t *testing.T) {
+// The starter marks the start backlog when the quota is what holds its starts back (a start
+// throttled, or refused for want of open executions: the batch is retried and the starts wait),
+// not whenever a batch holds queued starts. Winners the backlog queued reach the starter in
+// batches too: a mark for every such batch keeps the backlog live as long as winners keep
+// coming, and every one of them waits a stream delivery although Step Functions has tokens.
+func TestTheStarterMarksTheBacklogOnlyWhenTheQuotaHoldsItsStartsBack(t *testing.T) {
 	b := &countingBacklog{}
-	s, err := New(Deps{SFN: &fakeSFN{}, StateMachineARN: machine, Backlog: b})
+	f := &fakeSFN{answers: map[string]error{
+		"r_g": &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"},
+		"r_i": &smithy.GenericAPIError{Code: "ExecutionLimitExceeded", Message: "open executions"},
+	}}
+	s, err := New(Deps{SFN: f, StateMachineARN: machine, Backlog: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +125,13 @@ func TestABatchWithQueuedStartsMarksTheBacklogOnce(t *testing.T) {
 	if _, err := s.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("1", "r_a", false), record("2", "r_b", false)}}); err != nil || b.marks != 0 {
 		t.Fatalf("a batch without queued starts: %d marks, %v; want none", b.marks, err)
 	}
-	if _, err := s.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("3", "r_c", true), record("4", "r_d", false), record("5", "r_e", true)}}); err != nil || b.marks != 1 {
-		t.Fatalf("a batch with two queued starts: %d marks, %v; want one", b.marks, err)
+	if _, err := s.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("3", "r_c", true), record("4", "r_d", false), record("5", "r_e", true)}}); err != nil || b.marks != 0 {
+		t.Fatalf("a batch whose queued starts all started: %d marks, %v; want none", b.marks, err)
+	}
+	if _, err := s.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("6", "r_f", true), record("7", "r_g", true), record("8", "r_h", true)}}); err != nil || b.marks != 1 {
+		t.Fatalf("a batch with a throttled start: %d marks, %v; want one", b.marks, err)
+	}
+	if _, err := s.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("9", "r_i", true)}}); err != nil || b.marks != 2 {
+		t.Fatalf("a batch with a start refused for want of open executions: %d marks, %v; want one more", b.marks, err)
 	}
 }

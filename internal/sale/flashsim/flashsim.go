@@ -14,7 +14,7 @@
 // a delivery delay, drains the queue at the bucket's refill rate: the best the real starter, a
 // batch of ten per stream shard that stops at a throttle and is retried, can do, so the queue's
 // figures are a lower bound); the start backlog (a throttled start marks it for
-// StartBacklogWindow, the starter extends it whenever it starts queued executions, and a POST
+// StartBacklogWindow, the starter extends it while the quota holds its starts back, and a POST
 // whose first read finds it live queues its winner without calling StartExecution); the
 // state-transition bucket
 // every execution's transitions wait on; the claim, which honours the lease and holds the seat;
@@ -440,10 +440,12 @@ func (s *sim) gate(b *buyer) {
 		wait := s.startBucket.Reserve()
 		s.res.StartExecutionCalls++
 		s.res.StarterStartCalls++
+		if wait > 0 {
+			// The quota holds the start back: the starter's throttled start marks the
+			// backlog, and its retries mark it again until the start is made.
+			s.extendBacklogUntil(s.clk.Now().Add(wait + s.cfg.StartBacklogWindow))
+		}
 		s.at(wait, func() {
-			// The starter starts a queued execution, its queue not empty: it extends the
-			// backlog.
-			s.extendBacklog()
 			s.queued--
 			s.res.QueuePeakAge = max(s.res.QueuePeakAge, s.clk.Now().Sub(now))
 			s.execute(b)
@@ -456,8 +458,12 @@ func (s *sim) backlogLive() bool { return s.backlogUntil.After(s.clk.Now()) }
 
 // extendBacklog makes the start backlog last until StartBacklogWindow from now (never shorter
 // than it already lasts); with a window of 0 it is never live.
-func (s *sim) extendBacklog() {
-	if until := s.clk.Now().Add(s.cfg.StartBacklogWindow); until.After(s.backlogUntil) {
+func (s *sim) extendBacklog() { s.extendBacklogUntil(s.clk.Now().Add(s.cfg.StartBacklogWindow)) }
+
+// extendBacklogUntil makes the start backlog last until until (never shorter than it already
+// lasts); with a window of 0 it is never live.
+func (s *sim) extendBacklogUntil(until time.Time) {
+	if s.cfg.StartBacklogWindow > 0 && until.After(s.backlogUntil) {
 		s.backlogUntil = until
 	}
 }

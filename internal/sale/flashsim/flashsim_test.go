@@ -265,3 +265,47 @@ func TestTheStartBacklogQueuesWinnersThatReadItLive(t *testing.T) {
 		}
 	}
 }
+
+// One throttle must not queue every later winner: once the queue it started has drained and
+// Step Functions has tokens to spare, winners are started by the api again. A bucket of five
+// tokens refilling at 10/s throttles three of eight buyers arriving at once; then a buyer
+// arrives every 500 ms for 30 s, a twentieth of the refill rate, so none of them would ever be
+// throttled. But the
+// starter extends the backlog whenever it starts a queued execution, and every winner who
+// reads the backlog live is queued for the starter, which extends it again a StarterDelay
+// later: the backlog feeds itself and never lapses while winners come at least every
+// StarterDelay+StartBacklogWindow, and each of them waits a stream delivery for nothing.
+func TestOneThrottleDoesNotQueueEveryLaterWinner(t *testing.T) {
+	c := Defaults()
+	c.Buyers, c.Seats, c.StatusPoll = 0, 100000, 0
+	c.Stage = throttle.Limit{Size: 10000, RefillPerSecond: 10000}
+	c.StartExecution = throttle.Limit{Size: 5, RefillPerSecond: 10}
+	s := run(c)
+	var arrivals []time.Duration
+	for i := range 8 {
+		arrivals = append(arrivals, time.Duration(i)*time.Millisecond)
+	}
+	for at := time.Second; at <= 30*time.Second; at += 500 * time.Millisecond {
+		arrivals = append(arrivals, at)
+	}
+	buyers := make([]*buyer, len(arrivals))
+	for i, at := range arrivals {
+		buyers[i] = &buyer{id: i}
+		s.at(at, func() { s.readSeatMap(buyers[i], 1) })
+	}
+	for s.clk.AdvanceToNext() {
+	}
+	late, after := 0, 0 // winners arriving after 10 s, long after B's queue drained; those queued by the backlog
+	for i, at := range arrivals {
+		if at > 10*time.Second {
+			after++
+			if buyers[i].backlogSeen {
+				late++
+			}
+		}
+	}
+	if r := s.res; late > 0 || r.StartThrottled != 3 {
+		t.Fatalf("%d winners arriving after 10 s queued by the backlog (of %d), %d throttled, %d queued by the backlog in all: "+
+			"want none after the queue drained, three throttled", late, after, r.StartThrottled, r.QueuedByBacklog)
+	}
+}
