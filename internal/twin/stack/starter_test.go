@@ -14,6 +14,24 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/throttle"
 )
 
+// payingSale runs a small sale of buyers who pay, one seat each, on a stack whose Step Functions
+// quotas are q; o names the event, its size, its seed and its concurrency.
+func payingSale(t *testing.T, q stepfunctions.Quotas, o SaleOptions) (*Stack, *SaleResult) {
+	t.Helper()
+	cfg := Compressed(1, 3*time.Minute)
+	cfg.StepFunctionsQuotas = &q
+	st := start(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o.SeatsPerBuyer, o.Mix, o.PollInterval = 1, load.Mix{load.Pays: 1}, 50*time.Millisecond
+	o.BuyerTimeout, o.SettleTimeout = 2*time.Minute, 2*time.Minute
+	res, err := st.RunSale(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, res
+}
+
 // A burst of winners past the StartExecution quota: each buyer the gate let through is
 // answered 202 whether or not Step Functions started their saga at once; the throttled ones
 // are queued on their admissions and the starter starts them from the Admissions stream as the
@@ -25,19 +43,7 @@ func TestWinnersPastTheStartQuotaAreQueuedAndStartedInTurn(t *testing.T) {
 	}
 	q := stepfunctions.DefaultQuotas()
 	q.API["StartExecution"] = throttle.Limit{Size: 3, RefillPerSecond: 2}
-	cfg := Compressed(1, 3*time.Minute)
-	cfg.StepFunctionsQuotas = &q
-	st := start(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := st.RunSale(ctx, SaleOptions{
-		EventID: "queued", Seats: 12, Buyers: 12, SeatsPerBuyer: 1, Seed: 3,
-		Mix:         load.Mix{load.Pays: 1},
-		Concurrency: 12, PollInterval: 50 * time.Millisecond, BuyerTimeout: time.Minute, SettleTimeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, res := payingSale(t, q, SaleOptions{EventID: "queued", Seats: 12, Buyers: 12, Seed: 3, Concurrency: 12})
 	queued := st.Metrics.Total("ReservationsQueued")
 	started := st.Metrics.Total(starter.MetricStarted)
 	t.Logf("outcomes %v (refused: %v), %d queued, %d started by the starter, throttles %v", res.Summary.ByOutcome, res.Summary.AdmissionCodes, queued, started, st.StepFunctionsThrottles())
@@ -86,19 +92,7 @@ func TestWinnersArrivingWhileStartsWaitJoinTheQueueWithoutACall(t *testing.T) {
 	}
 	q := stepfunctions.DefaultQuotas()
 	q.API["StartExecution"] = throttle.Limit{Size: 2, RefillPerSecond: 1}
-	cfg := Compressed(1, 3*time.Minute)
-	cfg.StepFunctionsQuotas = &q
-	st := start(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := st.RunSale(ctx, SaleOptions{
-		EventID: "backlog", Seats: 16, Buyers: 16, SeatsPerBuyer: 1, Seed: 5,
-		Mix:         load.Mix{load.Pays: 1},
-		Concurrency: 2, PollInterval: 50 * time.Millisecond, BuyerTimeout: time.Minute, SettleTimeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, res := payingSale(t, q, SaleOptions{EventID: "backlog", Seats: 16, Buyers: 16, Seed: 5, Concurrency: 2})
 	if !res.Settled || !res.Verdict.OK() {
 		t.Fatalf("settled %v, invariants: %s", res.Settled, res.Verdict)
 	}
@@ -123,19 +117,7 @@ func TestWinnersPastTheOpenExecutionsQuotaAreQueuedAndStartedAsRoomComesBack(t *
 	}
 	q := stepfunctions.DefaultQuotas()
 	q.OpenExecutions = 3
-	cfg := Compressed(1, 3*time.Minute)
-	cfg.StepFunctionsQuotas = &q
-	st := start(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := st.RunSale(ctx, SaleOptions{
-		EventID: "full", Seats: 10, Buyers: 10, SeatsPerBuyer: 1, Seed: 4,
-		Mix:         load.Mix{load.Pays: 1},
-		Concurrency: 10, PollInterval: 50 * time.Millisecond, BuyerTimeout: 2 * time.Minute, SettleTimeout: 2 * time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, res := payingSale(t, q, SaleOptions{EventID: "full", Seats: 10, Buyers: 10, Seed: 4, Concurrency: 10})
 	queued, started := st.Metrics.Total("ReservationsQueued"), st.Metrics.Total(starter.MetricStarted)
 	t.Logf("outcomes %v, %d queued, %d started by the starter", res.Summary.ByOutcome, queued, started)
 	if queued == 0 || started != queued {
