@@ -70,9 +70,9 @@ type Config struct {
 	// StarterDelay is from a queued start's record to the starter seeing it (stream polling).
 	StarterDelay time.Duration
 	// StartBacklogWindow is how long the start backlog lasts after the api's throttled start
-	// marks it or the starter, starting queued executions, extends it; while it is live at a
-	// POST's first read, the POST's winner is queued without a StartExecution call (0: no
-	// backlog signal, every winner calls StartExecution).
+	// marks it or the starter extends it (while the quota holds its starts back); while it is
+	// live at a POST's first read, the POST's winner is queued without a StartExecution call
+	// (0: no backlog signal, every winner calls StartExecution).
 	StartBacklogWindow time.Duration
 	// PayAfter is from a hold to the payment's authorization reaching the saga.
 	PayAfter time.Duration
