@@ -87,18 +87,16 @@ func (c *DynamoCatalog) AdmissionAndSeats(ctx context.Context, reservationID, ev
 		return first, fmt.Errorf("read admission %s and seats of event %s: %w", reservationID, eventID, err)
 	}
 	for _, item := range items[c.AdmissionsTable] {
-		key, _ := item[tables.AttrReservationID].(*types.AttributeValueMemberS)
-		switch {
-		case key != nil && key.Value == inventory.StartBacklogKey:
+		if inventory.IsStartBacklog(item) {
 			if first.StartBacklogUntil, err = inventory.DecodeStartBacklog(item); err != nil {
 				return first, err
 			}
-		default:
-			if first.Admission, err = inventory.DecodeAdmission(item); err != nil {
-				return first, fmt.Errorf("read admission %s: %w", reservationID, err)
-			}
-			first.Found = true
+			continue
 		}
+		if first.Admission, err = inventory.DecodeAdmission(item); err != nil {
+			return first, fmt.Errorf("read admission %s: %w", reservationID, err)
+		}
+		first.Found = true
 	}
 	if first.Seats, err = catalogSeats(eventID, seatIDs, items[c.Table]); err != nil {
 		return first, err
@@ -113,8 +111,7 @@ func (c *DynamoCatalog) AdmissionAndSeats(ctx context.Context, reservationID, ev
 func (c *DynamoCatalog) firstReads() inventory.BatchGetOptions {
 	opts := catalogReads
 	opts.Optional = func(table string, key map[string]types.AttributeValue) bool {
-		k, _ := key[tables.AttrReservationID].(*types.AttributeValueMemberS)
-		return table == c.AdmissionsTable && k != nil && k.Value == inventory.StartBacklogKey
+		return table == c.AdmissionsTable && inventory.IsStartBacklog(key)
 	}
 	return opts
 }

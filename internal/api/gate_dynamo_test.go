@@ -26,6 +26,58 @@ import (
 	"github.com/seatsaga/seatsaga/internal/twin/dynamodblocal/ddbtest"
 )
 
+// dynamoGate is the api's store on DynamoDB Local: the real inventory, as reservation store and
+// admission gate, with seats of event ev1 at 25.00, a fake Step Functions and a fake clock that
+// starts on the wall clock (DynamoDB Local collects items by TTL on the wall clock).
+type dynamoGate struct {
+	ctx context.Context
+	env *ddbtest.Env
+	clk *clock.Fake
+	inv *inventory.Store
+	sf  *sagatest.StepFunctions
+}
+
+func onDynamoDB(t *testing.T, seats ...string) dynamoGate {
+	t.Helper()
+	g := dynamoGate{ctx: context.Background(), clk: clock.NewFake(time.Now().UTC().Truncate(time.Second)), sf: sagatest.NewStepFunctions()}
+	g.env = ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
+	g.sf.Now = g.clk.Now
+	var err error
+	if g.inv, err = inventory.New(inventory.Config{Client: g.env.Client, Names: g.env.Names, Now: g.clk.Now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.inv.CreateSeats(g.ctx, "ev1", inventory.SeatsAt(2500, "eur", seats...)); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// handler is the api over g, at most 3 seats a request and 2 reservations a customer; d's
+// Reservations, SFN, Seats and Metrics replace g's store, g's Step Functions, the seats-only
+// catalog and a fresh recorder when set.
+func (g dynamoGate) handler(t *testing.T, d Deps) *Handler {
+	t.Helper()
+	if d.Reservations == nil {
+		d.Reservations = g.inv
+	}
+	if d.SFN == nil {
+		d.SFN = g.sf
+	}
+	if d.Seats == nil {
+		d.Seats = &DynamoCatalog{Client: g.env.Client, Table: g.env.Names.Of(tables.SeatsTable)}
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.NewMemory()
+	}
+	d.Admissions, d.StateMachineARN, d.MaxSeats, d.MaxActiveReservations, d.Now = g.inv, testMachine, 3, 2, g.clk.Now
+	d.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	h, err := New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // racingReads is the store with the saga running between a read and what follows it:
 // afterMiss, when set, runs once right after a read finds no reservation.
 type racingReads struct {
@@ -64,28 +116,10 @@ func TestARetryAfterTheHoldEndedIsNotReadmitted(t *testing.T) {
 	}
 	for name, end := range ends {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
-			// DynamoDB Local collects items by TTL on the wall clock: start the fake clock there.
-			clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
-			inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: clk.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(2500, "eur", "A1", "A2", "A3")); err != nil {
-				t.Fatal(err)
-			}
-			sf := sagatest.NewStepFunctions()
-			sf.Now = clk.Now
+			g := onDynamoDB(t, "A1", "A2", "A3")
+			ctx, inv, clk, sf := g.ctx, g.inv, g.clk, g.sf
 			reads := &racingReads{ReservationStore: inv}
-			h, err := New(Deps{
-				Reservations: reads, Admissions: inv, Seats: &DynamoCatalog{Client: env.Client, Table: env.Names.Of(tables.SeatsTable)},
-				SFN: sf, StateMachineARN: testMachine, MaxSeats: 3, MaxActiveReservations: 2, Now: clk.Now,
-				Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.NewMemory(),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := g.handler(t, Deps{Reservations: reads})
 			post := func(customer, key, seat string) answer {
 				t.Helper()
 				resp, err := h.Handle(ctx, postReq(customer, "ev1", key, `{"seatIds":["`+seat+`"],"paymentMethod":"pm_card_visa"}`))
@@ -171,18 +205,8 @@ func (s *startTookEffectThenThrottled) StartExecution(ctx context.Context, in *s
 // payment is still pending, long after the queued start's time, the customer may hold only one
 // more reservation.
 func TestAStartQueuedAfterItsClaimKeepsItsPlaceUnderTheCap(t *testing.T) {
-	ctx := context.Background()
-	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
-	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
-	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(2500, "eur", "A1", "A2", "A3")); err != nil {
-		t.Fatal(err)
-	}
-	sf := sagatest.NewStepFunctions()
-	sf.Now = clk.Now
+	g := onDynamoDB(t, "A1", "A2", "A3")
+	ctx, inv, clk, sf := g.ctx, g.inv, g.clk, g.sf
 	var h *Handler
 	lossy := &startTookEffectThenThrottled{StepFunctions: sf, afterStart: func(in saga.Input) {
 		r, err := inv.Claim(ctx, reservation.ClaimRequest{ReservationID: in.ReservationID, CustomerID: in.CustomerID,
@@ -195,14 +219,7 @@ func TestAStartQueuedAfterItsClaimKeepsItsPlaceUnderTheCap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}}
-	h, err = New(Deps{
-		Reservations: inv, Admissions: inv, Seats: &DynamoCatalog{Client: env.Client, Table: env.Names.Of(tables.SeatsTable)},
-		SFN: lossy, StateMachineARN: testMachine, MaxSeats: 3, MaxActiveReservations: 2, Now: clk.Now,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.NewMemory(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h = g.handler(t, Deps{SFN: lossy})
 	post := func(key, seat string) answer {
 		t.Helper()
 		resp, err := h.Handle(ctx, postReq("alice", "ev1", key, `{"seatIds":["`+seat+`"],"paymentMethod":"pm_card_visa"}`))
@@ -230,26 +247,9 @@ func TestAStartQueuedAfterItsClaimKeepsItsPlaceUnderTheCap(t *testing.T) {
 // gate, which finds the reservation written, and must be refused as a reused key, not answered
 // with that reservation as if it were the new request's.
 func TestAnotherRequestUnderAKeyWhoseAdmissionExpiredIsAReusedKey(t *testing.T) {
-	ctx := context.Background()
-	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
-	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
-	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(2500, "eur", "A1", "A2")); err != nil {
-		t.Fatal(err)
-	}
-	sf := sagatest.NewStepFunctions()
-	sf.Now = clk.Now
-	h, err := New(Deps{
-		Reservations: inv, Admissions: inv, Seats: &DynamoCatalog{Client: env.Client, Table: env.Names.Of(tables.SeatsTable)},
-		SFN: sf, StateMachineARN: testMachine, MaxSeats: 3, MaxActiveReservations: 2, Now: clk.Now,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.NewMemory(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := onDynamoDB(t, "A1", "A2")
+	ctx, env, inv, sf := g.ctx, g.env, g.inv, g.sf
+	h := g.handler(t, Deps{})
 	post := func(seat string) answer {
 		t.Helper()
 		resp, err := h.Handle(ctx, postReq("alice", "ev1", "k1", `{"seatIds":["`+seat+`"],"paymentMethod":"pm_card_visa"}`))
@@ -296,28 +296,11 @@ func TestAnotherRequestUnderAKeyWhoseAdmissionExpiredIsAReusedKey(t *testing.T) 
 // the queue when it did not); when the mark lapses, the next winner calls StartExecution again.
 // The mark is read in the POST's one first read, on DynamoDB Local.
 func TestWinnersAdmittedWhileStartsWaitJoinTheQueueWithoutAStartCall(t *testing.T) {
-	ctx := context.Background()
-	env := ddbtest.New(t, tables.Seats(), tables.Reservations(), tables.Outbox(), tables.Admissions())
-	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
-	inv, err := inventory.New(inventory.Config{Client: env.Client, Names: env.Names, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inv.CreateSeats(ctx, "ev1", inventory.SeatsAt(2500, "eur", "A1", "A2", "A3", "A4")); err != nil {
-		t.Fatal(err)
-	}
-	sf := sagatest.NewStepFunctions()
-	sf.Now = clk.Now
+	g := onDynamoDB(t, "A1", "A2", "A3", "A4")
+	ctx, clk, sf := g.ctx, g.clk, g.sf
 	m := metrics.NewMemory()
-	h, err := New(Deps{
-		Reservations: inv, Admissions: inv,
-		Seats: &DynamoCatalog{Client: env.Client, Table: env.Names.Of(tables.SeatsTable), AdmissionsTable: env.Names.Of(tables.AdmissionsTable)},
-		SFN:   sf, StateMachineARN: testMachine, MaxSeats: 3, MaxActiveReservations: 2, Now: clk.Now,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: m,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := g.handler(t, Deps{Metrics: m,
+		Seats: &DynamoCatalog{Client: g.env.Client, Table: g.env.Names.Of(tables.SeatsTable), AdmissionsTable: g.env.Names.Of(tables.AdmissionsTable)}})
 	post := func(customer, seat string) ReservationStatus {
 		t.Helper()
 		resp, err := h.Handle(ctx, postReq(customer, "ev1", "k", `{"seatIds":["`+seat+`"],"paymentMethod":"pm_card_visa"}`))

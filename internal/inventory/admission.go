@@ -172,10 +172,7 @@ func (st *Store) admit(ctx context.Context, req reservation.AdmissionRequest) (r
 			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s cancelled: %s", a.ReservationID, c.describe())
 		}
 		if attempt >= st.maxAttempts {
-			if c.any(codeThrottling, codeProvisioned) {
-				return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w after %d attempts (%s)", a.ReservationID, ErrThrottled, attempt, c.describe())
-			}
-			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w after %d attempts (%s)", a.ReservationID, ErrTooManyConflicts, attempt, c.describe())
+			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, c.exhausted(attempt))
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return reservation.AdmitResult{}, fmt.Errorf("inventory: admit %s: %w", a.ReservationID, err)
@@ -553,10 +550,7 @@ func (st *Store) CancelAdmission(ctx context.Context, a reservation.Admission) (
 			return a, false, fmt.Errorf("inventory: cancel admission %s cancelled: %s", a.ReservationID, c.describe())
 		}
 		if attempt >= st.maxAttempts {
-			if c.any(codeThrottling, codeProvisioned) {
-				return a, false, fmt.Errorf("inventory: cancel admission %s: %w after %d attempts (%s)", a.ReservationID, ErrThrottled, attempt, c.describe())
-			}
-			return a, false, fmt.Errorf("inventory: cancel admission %s: %w after %d attempts (%s)", a.ReservationID, ErrTooManyConflicts, attempt, c.describe())
+			return a, false, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, c.exhausted(attempt))
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return a, false, fmt.Errorf("inventory: cancel admission %s: %w", a.ReservationID, err)
@@ -704,6 +698,12 @@ func (st *Store) MarkStartBacklog(ctx context.Context) error {
 		return fmt.Errorf("inventory: mark the start backlog: %w", err)
 	}
 	return nil
+}
+
+// IsStartBacklog reports whether an Admissions item, or key, is the StartBacklogKey one.
+func IsStartBacklog(item map[string]types.AttributeValue) bool {
+	k, _ := item[tables.AttrReservationID].(*types.AttributeValueMemberS)
+	return k != nil && k.Value == StartBacklogKey
 }
 
 // DecodeStartBacklog reads the StartBacklogKey item: until when starts are known to wait.

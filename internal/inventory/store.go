@@ -504,6 +504,15 @@ func (c cancellation) transient() bool {
 	return c.any(codeConflict, codeThrottling, codeProvisioned)
 }
 
+// exhausted is the error of a transaction still cancelled for a transient reason after its
+// last attempt: ErrThrottled when DynamoDB throttled it, ErrTooManyConflicts otherwise.
+func (c cancellation) exhausted(attempt int) error {
+	if c.any(codeThrottling, codeProvisioned) {
+		return fmt.Errorf("%w after %d attempts (%s)", ErrThrottled, attempt, c.describe())
+	}
+	return fmt.Errorf("%w after %d attempts (%s)", ErrTooManyConflicts, attempt, c.describe())
+}
+
 // transact runs one transaction, counting what went wrong. A cancelled transaction comes back
 // as a cancellation and a nil error; any other failure as an error.
 func (st *Store) transact(ctx context.Context, op string, items []types.TransactWriteItem) (*cancellation, error) {
