@@ -959,6 +959,26 @@ func TestAQueuedBuyerCancelsBeforeTheClaimAndTheSeatsAreOnSaleAgain(t *testing.T
 	}
 }
 
+// The cancel is written but giving the slot back fails: the DELETE is a 5xx to retry, and the
+// retry finds the cancel recorded and writes nothing. The cancel is counted once all the same,
+// by the call that wrote it.
+func TestACancelWrittenByADeleteThatFailedAfterwardsIsCountedOnce(t *testing.T) {
+	r := newRig(t)
+	id := ReservationID("alice", "k")
+	r.gate.records[id] = reservation.Admission{ReservationID: id, CustomerID: "alice", EventID: "ev1", SeatIDs: []string{"A1"},
+		Amount: 2500, Currency: "EUR", State: reservation.Admitted, HoldSlot: -1}
+	r.gate.giveBackErr = &smithy.GenericAPIError{Code: "ServiceUnavailable", Message: "try again", Fault: smithy.FaultServer}
+	if resp := r.do(t, idReq("DELETE", "alice", id)); resp.StatusCode < 500 {
+		t.Fatalf("a DELETE whose give-back failed: %d %s, want a 5xx to retry", resp.StatusCode, resp.Body)
+	}
+	if resp := r.do(t, idReq("DELETE", "alice", id)); resp.StatusCode != 200 {
+		t.Fatalf("the retried DELETE: %d %s", resp.StatusCode, resp.Body)
+	}
+	if n := r.metrics.Total("CustomerCancels"); n != 1 {
+		t.Fatalf("%d cancels counted, want 1", n)
+	}
+}
+
 // The claim writes the reservation between the DELETE's read and its write: the cancel is then
 // recorded on the reservation and the waiting saga told, as for any held reservation.
 func TestACancelThatTheClaimOvertakesIsRecordedOnTheReservation(t *testing.T) {

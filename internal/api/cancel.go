@@ -125,13 +125,14 @@ func (h *Handler) cancelAdmission(ctx context.Context, a reservation.Admission) 
 	if errors.Is(err, inventory.ErrClaimed) {
 		return events.APIGatewayProxyResponse{}, false, nil
 	}
+	if wrote {
+		// Counted by the call that wrote it, even when giving the seats back failed after: the
+		// retry finds the cancel recorded and writes nothing.
+		h.d.Metrics.Count("CustomerCancels", 1)
+		h.d.Logger.InfoContext(ctx, "api: customer cancel recorded before the claim", "reservationId", a.ReservationID, "queued", a.StartQueued)
+	}
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, true, h.serverError(ctx, "cancel admission", err, "reservationId", a.ReservationID)
-	}
-	if wrote {
-		h.d.Metrics.Count("CustomerCancels", 1)
-		h.d.Logger.InfoContext(ctx, "api: customer cancel recorded before the claim; the seats are on sale again",
-			"reservationId", a.ReservationID, "queued", a.StartQueued)
 	}
 	return jsonResponse(http.StatusOK, admissionView(got)), true, nil
 }

@@ -106,8 +106,10 @@ type gate struct {
 	// beforeCancel, when set, runs as CancelAdmission is called: the claim getting there
 	// first.
 	beforeCancel func(id string)
-	// canceled counts the admissions a cancel turned CANCELED.
-	canceled int
+	// canceled counts the admissions a cancel turned CANCELED; giveBackErr, when set, is what
+	// CancelAdmission answers after writing the cancel (the seats or the slot not given back).
+	canceled    int
+	giveBackErr error
 	// backlogMarks counts MarkStartBacklog calls.
 	backlogMarks int
 	// queued are the inputs of the starts queued for the starter.
@@ -253,6 +255,11 @@ func (g *gate) CancelAdmission(_ context.Context, adm reservation.Admission) (re
 			}
 		}
 		delete(g.slots, id)
+	}
+	if g.giveBackErr != nil {
+		err := g.giveBackErr
+		g.giveBackErr = nil
+		return a, wrote, err
 	}
 	return a, wrote, nil
 }
